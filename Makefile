@@ -1,0 +1,36 @@
+# The README's two commands: `make app` serves the planner, `make test` passes the tests.
+# Both create .venv from nothing. torch is pinned here to the CPU wheel on local disk;
+# the package itself asks only for a range.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_PIN ?= torch==2.13.0
+PORT ?= 8866
+STAMP := $(VENV)/.installed
+
+.PHONY: app test venv bench fidelity clean browser-deps lint
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "$(TORCH_PIN)"
+	$(BIN)/pip install -q -e ".[app,torch,nvml,test]"
+	touch $(STAMP)
+
+app: venv
+	$(BIN)/voila notebooks/planner.ipynb --port=$(PORT) --no-browser \
+		--Voila.ip=0.0.0.0 --template=vramplan-lab \
+		--VoilaConfiguration.file_allowlist="['.*\.(png|jpg|gif|svg|css|js)']"
+
+test: venv
+	$(BIN)/python -m pytest -q --timeout=600 tests
+
+bench: venv
+	$(BIN)/python benchmarks/fidelity.py
+
+fidelity: bench
+
+clean:
+	rm -rf $(VENV) build dist app/*.egg-info .pytest_cache .hypothesis test-artifacts

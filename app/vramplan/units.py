@@ -1,0 +1,105 @@
+"""Sizes and rates: parsing text like '80GB', '80 GiB', '3.35 TB/s' and printing bytes.
+
+The only place that knows about units. Inside vramplan sizes are int bytes and rates are
+bytes per second; decimal (GB, TB/s) and binary (GiB) prefixes are always explicit.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .errors import VramplanError
+
+KB, MB, GB, TB, PB = 10**3, 10**6, 10**9, 10**12, 10**15
+KiB, MiB, GiB, TiB, PiB = 2**10, 2**20, 2**30, 2**40, 2**50
+
+_SIZE_UNITS = {
+    "b": 1, "byte": 1, "bytes": 1,
+    "kb": KB, "mb": MB, "gb": GB, "tb": TB, "pb": PB,
+    "kib": KiB, "mib": MiB, "gib": GiB, "tib": TiB, "pib": PiB,
+    # shorthand used by nvidia-smi and people: "80G" is ambiguous, so it is refused below
+}
+_RATE_UNITS = {
+    "b/s": 1, "kb/s": KB, "mb/s": MB, "gb/s": GB, "tb/s": TB,
+    "kib/s": KiB, "mib/s": MiB, "gib/s": GiB, "tib/s": TiB,
+}
+_NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+_SIZE_RE = re.compile(rf"^\s*{_NUM}\s*([A-Za-z]*)\s*$")
+_RATE_RE = re.compile(rf"^\s*{_NUM}\s*([A-Za-z]+/s)\s*$")
+
+
+class UnitError(VramplanError, ValueError):
+    """Text that is not a size or rate vramplan understands."""
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """'80GB' -> 80_000_000_000, '80 GiB' -> 85_899_345_920, 512 -> 512 (plain numbers are bytes)."""
+    if isinstance(text, bool):
+        raise UnitError(f"not a size: {text!r}")
+    if isinstance(text, (int, float)):
+        if not math.isfinite(text) or text < 0:
+            raise UnitError(f"not a size: {text!r}")
+        return int(round(text))
+    m = _SIZE_RE.match(str(text))
+    if not m:
+        raise UnitError(f"not a size: {text!r} (write e.g. '80GB' or '80 GiB')")
+    value, unit = float(m.group(1)), m.group(2).lower()
+    if unit == "":
+        return int(round(value))
+    if unit not in _SIZE_UNITS:
+        raise UnitError(
+            f"unknown size unit {m.group(2)!r} in {text!r}: use B, KB, MB, GB, TB (decimal) "
+            "or KiB, MiB, GiB, TiB (binary)")
+    return int(round(value * _SIZE_UNITS[unit]))
+
+
+def parse_rate(text: str | int | float) -> float:
+    """'3.35 TB/s' -> 3.35e12 bytes per second; plain numbers are bytes per second."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if not math.isfinite(text) or text < 0:
+            raise UnitError(f"not a rate: {text!r}")
+        return float(text)
+    m = _RATE_RE.match(str(text))
+    if not m or m.group(2).lower() not in _RATE_UNITS:
+        raise UnitError(f"not a rate: {text!r} (write e.g. '3.35 TB/s' or '900 GB/s')")
+    return float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+
+
+def to_gib(n: int | float) -> float:
+    return n / GiB
+
+
+def to_gb(n: int | float) -> float:
+    return n / GB
+
+
+def format_bytes(n: int | float, unit: str = "auto", digits: int = 1, binary: bool = True) -> str:
+    """Bytes for people: format_bytes(85899345920) -> '80.0 GiB'; unit may force 'GB', 'MiB', ..."""
+    if unit != "auto":
+        key = unit.lower()
+        if key not in _SIZE_UNITS:
+            raise UnitError(f"unknown size unit {unit!r}")
+        return f"{n / _SIZE_UNITS[key]:.{digits}f} {unit}"
+    steps = [("PiB", PiB), ("TiB", TiB), ("GiB", GiB), ("MiB", MiB), ("KiB", KiB)] if binary else \
+        [("PB", PB), ("TB", TB), ("GB", GB), ("MB", MB), ("KB", KB)]
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    for name, size in steps:
+        if a >= size:
+            return f"{sign}{a / size:.{digits}f} {name}"
+    return f"{sign}{int(a)} B"
+
+
+def format_rate(bytes_per_s: float, digits: int = 2) -> str:
+    """Decimal rates, as vendors quote them: 3.35e12 -> '3.35 TB/s'."""
+    a = abs(bytes_per_s)
+    for name, size in (("TB/s", TB), ("GB/s", GB), ("MB/s", MB), ("KB/s", KB)):
+        if a >= size:
+            return f"{bytes_per_s / size:.{digits}f} {name}"
+    return f"{bytes_per_s:.0f} B/s"
+
+
+def bandwidth_gbs(bus_width_bits: int, data_rate_gbps: float) -> float:
+    """Peak bandwidth in decimal GB/s: bus bits x per-pin Gbit/s / 8 (the per-pin rate already
+    counts both clock edges, so there is no extra x2)."""
+    return bus_width_bits * data_rate_gbps / 8

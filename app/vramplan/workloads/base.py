@@ -1,0 +1,48 @@
+"""What a workload reports to the estimator: its footprint at the peak, per GPU.
+
+Each workload module turns (Scenario, ModelSpec, Device) into a Footprint: live bytes at the
+peak moment by component (not a sum of each component's maximum), where the peak sits, the
+biggest single allocation (for the allocator model) and the bytes it moves (for bandwidth).
+`overhead.py` turns a Footprint into reserved and device-used bytes; `estimate.py` assembles.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Component names shared by every workload; a workload may add its own keys (e.g. "frame_buffers").
+COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
+
+
+@dataclass
+class Footprint:
+    """Live bytes per GPU at the workload's peak, and what it moves."""
+
+    components: dict[str, int]
+    """bytes live at the peak moment, by component; their sum is peak allocated bytes"""
+    peak_phase: str
+    """where the peak sits: 'load', 'forward', 'backward', 'optimizer-step', 'prefill', 'decode',
+    'text-encode', 'denoise', 'vae-decode', 'frame', ..."""
+    phases: dict[str, dict[str, int]] = field(default_factory=dict)
+    """optional: components at the top of each phase, for charts and for explaining the peak"""
+    largest_allocation: int = 0
+    """biggest single tensor live at the peak (allocator rounding / fragmentation)"""
+    allocator: str = "torch"
+    """'torch' (PyTorch caching allocator: reserved > allocated) or 'driver' (graphics / raw
+    CUDA: no caching allocator, reserved == allocated)"""
+    bandwidth: dict = field(default_factory=dict)
+    """bytes moved: e.g. {'bytes_per_step': ..., 'bytes_per_token': ...}; estimate.py adds rates"""
+    notes: list[str] = field(default_factory=list)
+    """assumptions a user should know (framework convention, what is counted where)"""
+    extra_device_bytes: dict[str, int] = field(default_factory=dict)
+    """memory the process holds outside the allocator for this workload (e.g. NCCL buffers,
+    CUDA graphs, pre-allocated engine pools) that overhead.py should add to device-used"""
+
+    @property
+    def peak_allocated_bytes(self) -> int:
+        return int(sum(self.components.values()))
+
+    def __post_init__(self) -> None:
+        for k, v in self.components.items():
+            if int(v) != v or v < 0:
+                raise ValueError(f"component {k} must be a non-negative int of bytes, got {v!r}")
+            self.components[k] = int(v)
