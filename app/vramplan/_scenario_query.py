@@ -1,0 +1,142 @@
+"""Scenario <-> URL query string (the share link of the planner).
+
+Form (documented in docs/scenario.md):
+- scalars as `key=value` (`true` / `false` for booleans);
+- lists comma-joined: `offload=optimizer,params`, `resolution=1024,1024`;
+- nested objects as dotted keys: `parallel.tensor=2`, `lora.rank=16`, `lora.targets=q_proj,v_proj`,
+  `serving.max_model_len=8192`, `precision.default=bf16&precision.transformer=fp8`;
+- `architecture` as compact JSON (a config.json is free-form);
+- workload-specific keys: scalars as text, lists/objects as JSON.
+
+`to_query` is compact: it writes only what differs from the same model, task and GPU with every
+default, then checks that the string parses back to the same scenario and adds keys until it
+does.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from .errors import ScenarioError
+
+_INT = {"batch_size", "seq_len", "new_tokens", "target_len", "text_len", "frames", "steps",
+        "gradient_accumulation", "parallel.gpus", "parallel.data", "parallel.tensor",
+        "parallel.pipeline", "parallel.context", "parallel.zero", "lora.rank",
+        "serving.max_num_seqs", "serving.max_model_len", "serving.max_num_batched_tokens"}
+_NUM = {"lora.alpha", "lora.dropout", "serving.gpu_memory_utilization"}
+_BOOL = {"guidance", "serving.cuda_graphs"}
+_LIST = {"offload", "options", "lora.targets"}
+_INT_LIST = {"resolution"}
+_NESTED = ("lora", "parallel", "serving", "precision")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def _flat(d: dict, extra_names) -> list[tuple[str, str]]:
+    out = []
+    for k, v in d.items():
+        if k == "architecture" or (k in extra_names and isinstance(v, (dict, list))):
+            out.append((k, json.dumps(v, separators=(",", ":"))))
+        elif k in _NESTED and isinstance(v, dict):
+            out += [(f"{k}.{sk}", _fmt(sv)) for sk, sv in v.items()]
+        else:
+            out.append((k, _fmt(v)))
+    return out
+
+
+def _diff(full: dict, base: dict) -> dict:
+    out = {}
+    for k, v in full.items():
+        b = base.get(k)
+        if v == b:
+            continue
+        if k in _NESTED and isinstance(v, dict) and isinstance(b, dict):
+            out[k] = {sk: sv for sk, sv in v.items() if b.get(sk) != sv}
+        else:
+            out[k] = v
+    return out
+
+
+def to_query(sc) -> str:
+    from .scenario import Scenario, extra_keys
+    full = sc.to_dict()
+    extra_names = set(extra_keys())
+    seed = {k: full[k] for k in ("model", "architecture", "task", "gpu") if k in full}
+    try:
+        base = Scenario.from_dict(seed).to_dict()
+    except ScenarioError:
+        base = {}
+    compact = {**seed, **_diff(full, base)}
+    for _ in range(len(full) + 1):
+        q = urlencode(_flat(compact, extra_names))
+        try:
+            back = Scenario.from_query(q)
+        except ScenarioError:
+            back = None
+        if back == sc:
+            return q
+        # add back whole keys that did not survive, then everything
+        missing = [k for k in full if back is None or back.to_dict().get(k) != full[k]]
+        if not missing or all(compact.get(k) == full[k] for k in missing):
+            break
+        for k in missing:
+            compact[k] = full[k]
+    return urlencode(_flat(full, extra_names))
+
+
+def _convert(key: str, s: str, extra_names) -> Any:
+    try:
+        if key in _INT:
+            return int(s)
+        if key in _NUM:
+            f = float(s)
+            return int(f) if f.is_integer() and "." not in s and "e" not in s.lower() else f
+    except ValueError:
+        raise ScenarioError(key, f"must be {'an integer' if key in _INT else 'a number'}, "
+                                 f"got '{s}'") from None
+    if key in _BOOL:
+        if s.lower() not in ("true", "false", "1", "0"):
+            raise ScenarioError(key, f"must be true or false, got '{s}'")
+        return s.lower() in ("true", "1")
+    if key in _LIST:
+        return [x for x in s.split(",") if x]
+    if key in _INT_LIST:
+        try:
+            return [int(x) for x in s.split(",") if x]
+        except ValueError:
+            raise ScenarioError(key, f"must be integers separated by commas, got '{s}'") from None
+    if key == "architecture" or key in extra_names:
+        try:
+            return json.loads(s)
+        except ValueError:
+            if key == "architecture":
+                raise ScenarioError(key, "must be a JSON object in the query string") from None
+            return s
+    return s
+
+
+def parse_query(q: str, extra_names=()) -> dict:
+    """A query string -> the scenario dict it encodes (types restored by key)."""
+    if not isinstance(q, str):
+        raise ScenarioError("scenario", f"query must be a string, got {type(q).__name__}")
+    q = q.lstrip("?")
+    d: dict[str, Any] = {}
+    for k, s in parse_qsl(q, keep_blank_values=True):
+        if k in d and "." not in k:
+            raise ScenarioError(k, "given twice in the query string")
+        val = _convert(k, s, set(extra_names))
+        if "." in k:
+            top, sub = k.split(".", 1)
+            if top in d and not isinstance(d[top], dict):
+                raise ScenarioError(top, "given both as a value and as dotted keys")
+            d.setdefault(top, {})[sub] = val
+        else:
+            d[k] = val
+    return d

@@ -1,0 +1,118 @@
+"""The scenario's vocabulary and its defaults by task (documented in docs/scenario.md).
+
+Kept apart from `scenario.py` so that the lists a UI or a doc page needs (tasks, precisions,
+options and what each does to memory) can be read without the validation code.
+"""
+from __future__ import annotations
+
+TASKS = ("train", "lora", "qlora", "forward", "generate", "serve", "denoise", "load", "render",
+         "volume", "array")
+TRAINING_TASKS = ("train", "lora", "qlora")
+MODELLESS_TASKS = ("render", "volume", "array")
+# tasks that accept a `lora` object: required-and-defaulted for lora/qlora; an attached adapter
+# for the inference tasks (torchtune logs memory after loading base + adapters: task load)
+LORA_TASKS = ("lora", "qlora", "load", "forward", "generate", "serve", "denoise")
+
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
+              "nf4")
+QUANTISED = ("fp8", "int8", "int4", "nf4")        # weight formats: inference or QLoRA bases
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp16-mixed": 2, "bf16-mixed": 2,
+                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5}
+
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
+              "paged-adamw-8bit", "lion", "none")
+CHECKPOINTING = ("none", "selective", "full")
+ATTENTION = ("eager", "sdpa", "flash")
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+OFFLOAD: dict[str, str] = {
+    "optimizer": "optimizer states live in CPU memory (ZeRO-Offload / FSDP CPU offload); the "
+                 "GPU keeps none, the step runs on the CPU or streams states in",
+    "params": "parameters live in CPU memory and are gathered to the GPU layer by layer "
+              "(ZeRO-3 / FSDP offload_params); the GPU holds about one layer's weights",
+    "gradients": "gradients are moved to CPU memory as they are produced (with optimizer "
+                 "offload); the GPU holds a bucket at a time",
+    "activations": "saved activations are copied to pinned CPU memory during forward and "
+                   "brought back in backward (torchtune / torch.autograd.graph.save_on_cpu); the "
+                   "GPU holds about one layer's activations",
+    "model": "whole pipeline components move to the GPU only while they run (diffusers "
+             "enable_model_cpu_offload); the peak holds the largest component, not all of them",
+}
+
+OPTIONS: dict[str, str] = {
+    "compile": "torch.compile: fuses elementwise chains, so fewer intermediate activations are "
+               "saved (typically 10-30% less activation memory); adds compile workspace",
+    "chunked-loss": "the output projection and cross-entropy run in chunks, so the "
+                    "batch x seq x vocab fp32 logits (and their gradient) are never whole",
+    "optimizer-in-backward": "each parameter's optimizer step runs as its gradient is ready and "
+                             "the gradient is freed: no full set of gradients at the peak",
+    "fused-qkv": "q, k and v are one projection: one saved input instead of three views; "
+                 "slightly smaller activation and temporary memory",
+    "float8-linears": "torchao float8 training: linear inputs are saved in fp8 (half the "
+                      "16-bit activation bytes of the matmul inputs) plus per-tensor scales",
+    "sequence-parallel": "with tensor parallelism, layer-norm and dropout activations are split "
+                         "across the tensor group too (Korthikanti et al. 2022): activations / t",
+    "loss-parallel": "with tensor parallelism, the logits and loss stay sharded over the "
+                     "vocabulary: the logits buffer is divided by t",
+    "layerwise-casting": "weights are stored in fp8 (or the component's precision) and upcast "
+                         "to the compute dtype one layer at a time (diffusers "
+                         "enable_layerwise_casting): one layer's upcast copy at a time",
+    "vae-tiling": "the VAE decodes in overlapping tiles: decoder activations scale with the "
+                  "tile, not the image",
+    "vae-slicing": "the VAE decodes one image of the batch at a time",
+    "attention-slicing": "attention is computed in slices over heads/queries (diffusers "
+                         "enable_attention_slicing): the score matrix is never whole",
+    "fused-optimizer": "the optimizer step is one fused kernel (Adam fused=True): no temporary "
+                       "copy of the states (foreach Adam holds one at the step)",
+    "expandable-segments": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching "
+                           "allocator grows segments instead of adding new ones, so reserved "
+                           "memory stays close to allocated (less fragmentation slack)",
+}
+
+# Defaults (docs/scenario.md has the same table)
+SEQ_LEN_TRAIN = 2048       # train / lora / qlora / forward, capped at the model's positions
+SEQ_LEN_PROMPT = 512       # generate: prompt tokens
+NEW_TOKENS = 256           # generate
+SERVE_MAX_NUM_SEQS = 256   # vLLM default
+
+
+def default_precision(task: str) -> str:
+    if task == "train":
+        return "bf16-mixed"
+    if task == "qlora":
+        return "nf4"
+    if task in MODELLESS_TASKS:
+        return "fp32"
+    return "bf16"  # lora (bf16 base + adapters) and the inference tasks
+
+
+def default_optimizer(task: str) -> str:
+    return "adamw" if task in TRAINING_TASKS else "none"
+
+
+def default_seq_len(task: str, max_positions: int | None) -> int | None:
+    """Tokens per sequence for transformer models (None: the task takes no sequence)."""
+    cap = max_positions or 4096
+    if task in ("train", "lora", "qlora", "forward"):
+        return min(SEQ_LEN_TRAIN, cap)
+    if task == "generate":
+        return min(SEQ_LEN_PROMPT, max(1, cap // 2))
+    if task == "serve":
+        return cap
+    return None
+
+
+def task_defaults(task: str, family: str | None, max_positions: int | None) -> dict:
+    """Top-level defaults of a task for a model family (transformer keys only where they
+    apply); used by normalisation and by Scenario.replace to recognise defaulted values."""
+    transformer = family in ("decoder", "encoder", "encoder-decoder")
+    d = {"batch_size": 1, "precision": default_precision(task),
+         "optimizer": default_optimizer(task), "gradient_accumulation": 1,
+         "checkpointing": "none", "attention": None if task in MODELLESS_TASKS else "sdpa"}
+    if transformer:
+        d["seq_len"] = default_seq_len(task, max_positions)
+        if task == "generate":
+            d["new_tokens"] = NEW_TOKENS
+    if task == "serve":
+        d["batch_size"] = SERVE_MAX_NUM_SEQS
+    return d

@@ -1,0 +1,88 @@
+"""How data (ZeRO / FSDP), tensor, pipeline and context parallelism divide memory per GPU.
+
+Pure functions over counts and bytes. Conventions (say which is assumed):
+* ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 (FSDP full shard) also
+  parameters; FSDP shard-grad-op is ZeRO-2. The shard group is data x context (torchtitan and
+  Megatron shard over the flattened dp x cp mesh).
+* Tensor parallel (Megatron / vLLM): attention heads and MLP width split; embeddings and lm_head
+  vocab-parallel; norms replicated. Activations inside a block divide by tp, the block-boundary
+  activations (layer inputs, norms, residuals) only with sequence parallelism.
+* Pipeline (1F1B): each stage holds layers/pp blocks; stage 0 holds up to pp micro-batches in
+  flight, i.e. a full model's worth of layer activations for one micro-batch; stage 0 keeps the
+  embeddings, the last stage the head and logits. We report the worse of first and last stage.
+* Context parallel: each rank holds seq/cp tokens.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Layout:
+    gpus: int = 1
+    data: int = 1
+    tensor: int = 1
+    pipeline: int = 1
+    context: int = 1
+    zero: int = 0
+
+    @property
+    def shard_group(self) -> int:
+        """Ranks over which ZeRO / FSDP shards model states."""
+        return max(1, self.data * self.context)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return max(self.gpus, self.data * self.tensor * self.pipeline * self.context) > 1
+
+
+def layout_of(parallel) -> Layout:
+    """Read a scenario's `parallel` (object or dict) into a Layout; missing fields default to 1."""
+    if parallel is None:
+        return Layout()
+    get = (parallel.get if isinstance(parallel, dict)
+           else lambda k, d=None: getattr(parallel, k, d))
+    vals = {k: int(get(k, d) or d) for k, d in
+            (("gpus", 1), ("data", 1), ("tensor", 1), ("pipeline", 1), ("context", 1))}
+    return Layout(zero=int(get("zero", 0) or 0), **vals)
+
+
+def shard_divisors(zero: int, group: int) -> dict[str, int]:
+    """Divisor of each model-state component under ZeRO stage `zero` over `group` ranks."""
+    g = max(1, group)
+    return {"weights": g if zero >= 3 else 1,
+            "gradients": g if zero >= 2 else 1,
+            "optimizer_states": g if zero >= 1 else 1}
+
+
+def shard(nbytes: int, divisor: int) -> int:
+    """Per-rank share of a flat-sharded tensor set (FSDP pads to a multiple of the group)."""
+    return -(-int(nbytes) // max(1, divisor))
+
+
+def fsdp_unsharded_bytes(unit_params: int, compute_bytes: int, grad_reduce_bytes: int,
+                         prefetch: int = 1) -> int:
+    """Working set of FSDP/ZeRO-3 during backward: the all-gathered parameters of the unit being
+    computed plus `prefetch` units gathered ahead (FSDP default backward prefetch: 1), and the
+    unit's unsharded gradients before their reduce-scatter (in the reduce dtype)."""
+    return unit_params * compute_bytes * (1 + prefetch) + unit_params * grad_reduce_bytes
+
+
+def stage_layers(layers: int, pipeline: int) -> int:
+    """Blocks on the busiest pipeline stage."""
+    return -(-layers // max(1, pipeline))
+
+
+def pipeline_inflight(pipeline: int, micro_batches: int) -> int:
+    """1F1B: stage 0 holds min(pp, micro-batches) micro-batches of activations at once."""
+    return max(1, min(pipeline, micro_batches)) if pipeline > 1 else 1
+
+
+def nccl_bytes(layout: Layout) -> int:
+    """NCCL communicator buffers and kernels outside PyTorch's allocator, per GPU: ~0.5 GiB per
+    communicator that talks (DESIGN: NCCL adds 0.5-4 GiB; NCCL_BUFFSIZE 4 MiB x channels x peers
+    plus its own kernels and proxy memory). One per parallel dimension > 1."""
+    if not layout.multi_gpu:
+        return 0
+    dims = sum(1 for d in (layout.data * layout.context, layout.tensor, layout.pipeline) if d > 1)
+    return max(1, dims) * 512 * 2**20

@@ -1,0 +1,112 @@
+"""Make CPU kernels allocate as CUDA kernels do (`--kernels cuda`).
+
+A trace on device 'cpu' runs CPU kernels. Four differences change memory (DESIGN.md, checked with
+torch 2.13); each is emulated by rewriting one call in a TorchFunctionMode:
+
+1. SDPA with dropout: the CPU falls back to the math path (materialised s x s scores and a float
+   mask); CUDA stays in the fused flash / memory-efficient kernel (dropout from a Philox seed, no
+   mask). Emulated by calling the fused CPU kernel with dropout_p=0 (same saved tensors: out, lse).
+2. Dropout masks: CPU `dropout` is `x * bernoulli(empty_like(x)) / (1-p)` and saves a mask in the
+   input's dtype; CUDA calls `native_dropout` and saves a 1-byte bool mask. Emulated by calling
+   `torch.native_dropout` (it has a CPU kernel with the CUDA memory behaviour).
+3. Autocast op lists: CUDA autocast runs softmax / log_softmax / sum / cumsum / prod with an fp32
+   output and casts the inputs of layer_norm, group_norm, pow, rsqrt, exp, log, the losses, ... to
+   fp32; CPU autocast does neither. Emulated inside an active CPU autocast region.
+4. Optimizers default to `foreach` on CUDA (whole-list temporaries, e.g. a copy of every
+   `exp_avg_sq` in Adam), to a per-tensor loop on CPU; see `optimizer_kwargs`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
+
+LOW = (torch.float16, torch.bfloat16)
+
+# CUDA autocast "fp32_set_opt_dtype" ops: run with dtype=float32 (output fp32)
+_SET_DTYPE = {"softmax", "log_softmax", "sum", "cumsum", "prod", "_softmax"}
+# CUDA autocast "fp32" ops: inputs cast to fp32 (torch/csrc/autocast: the CUDA fp32 list) that the
+# CPU list does not already hold
+_FP32 = {"layer_norm", "group_norm", "pow", "__pow__", "__rpow__", "rsqrt", "exp", "expm1", "log",
+         "log10", "log2", "log1p", "reciprocal", "acos", "asin", "cosh", "sinh", "tan", "erfinv",
+         "softplus", "logsumexp", "renorm", "dist", "frobenius_norm", "nuclear_norm",
+         "cosine_similarity", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+         "upsample_bilinear2d", "upsample_linear1d", "upsample_trilinear3d", "upsample_bicubic2d"}
+
+
+def _to32(x):
+    if isinstance(x, torch.Tensor) and x.dtype in LOW:
+        return x.float()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_to32(v) for v in x)
+    return x
+
+
+class CudaKernels(TorchFunctionMode):
+    """Rewrite the calls whose CPU kernel allocates differently from the CUDA one."""
+
+    def __init__(self, dropout=True, sdpa=True, autocast=True):
+        super().__init__()
+        self.dropout, self.sdpa, self.autocast = dropout, sdpa, autocast
+        self.rewrites: dict[str, int] = {}
+
+    def _count(self, what):
+        self.rewrites[what] = self.rewrites.get(what, 0) + 1
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if self.dropout and func is F.dropout:
+            x = args[0] if args else kwargs.get("input")
+            p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+            train = args[2] if len(args) > 2 else kwargs.get("training", True)
+            inplace = args[3] if len(args) > 3 else kwargs.get("inplace", False)
+            if train and 0 < p < 1 and x.numel() > 0 and not inplace:
+                self._count("dropout->native_dropout")
+                return torch.native_dropout(x, p, True)[0]
+            return func(*args, **kwargs)
+        if self.sdpa and func is F.scaled_dot_product_attention:
+            if len(args) > 4:
+                kwargs["dropout_p"] = args[4]
+                args = args[:4]
+            if kwargs.get("dropout_p", 0.0) > 0:
+                self._count("sdpa-dropout->fused")
+                kwargs["dropout_p"] = 0.0
+            return func(*args, **kwargs)
+        if self.autocast and torch.is_autocast_enabled("cpu"):
+            name = getattr(func, "__name__", "")
+            if name in _SET_DTYPE and "dtype" not in kwargs:
+                x = args[0] if args else kwargs.get("input")
+                if isinstance(x, torch.Tensor) and x.dtype in LOW:
+                    self._count(f"autocast-fp32:{name}")
+                    if name == "sum" and len(args) == 1 and not kwargs:
+                        return func(x, dtype=torch.float32)
+                    kwargs["dtype"] = torch.float32
+                    return func(*args, **kwargs)
+            elif name in _FP32:
+                if any(isinstance(a, torch.Tensor) and a.dtype in LOW for a in args):
+                    self._count(f"autocast-fp32:{name}")
+                    with torch.autocast("cpu", enabled=False):
+                        return func(*_to32(args), **{k: _to32(v) for k, v in kwargs.items()})
+        return func(*args, **kwargs)
+
+
+class NoKernels:
+    """Null context for `--kernels cpu`."""
+    rewrites: dict = {}
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def kernel_mode(kernels: str):
+    return CudaKernels() if kernels == "cuda" else NoKernels()
+
+
+def optimizer_kwargs(kernels: str, name: str) -> dict:
+    """The implementation flag CUDA would pick by default: foreach for every torch optimizer."""
+    if kernels == "cuda" and name in ("adamw", "adam", "sgd", "sgd-momentum", "adafactor"):
+        return {"foreach": True}
+    return {}

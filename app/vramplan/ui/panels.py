@@ -1,0 +1,296 @@
+"""Result panels: each renders data the API returns; none computes anything of its own.
+
+`DeviceCard` shows `get_gpu(id).to_dict()`; `ChartPanel` shows a `vramplan.charts` builder's
+output in one reused `alt.JupyterChart` (each such widget carries ~1 MB of JavaScript, so the
+panel creates it once and swaps its `.chart`). altair is imported only when the chart is first
+needed, so the controls and the card paint before it.
+"""
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any, Callable, Mapping
+
+import ipywidgets as W
+
+from ..units import GiB, format_bytes
+
+# labels for the hwdb throughput keys (hardware.THROUGHPUT_KEYS), in display order
+DTYPE_LABELS = {
+    "fp64": "FP64", "fp32": "FP32", "fp32_matrix": "FP32 matrix", "tf32": "TF32",
+    "fp16": "FP16", "fp16_acc16": "FP16 (FP16 acc.)", "bf16": "BF16", "fp8": "FP8",
+    "fp8_acc16": "FP8 (FP16 acc.)", "int8": "INT8", "fp4": "FP4",
+}
+
+
+def section(title: str | None, *children: W.Widget, cls: str = "") -> W.VBox:
+    """A white card with an optional small-caps title: the unit every column is built from."""
+    kids = ([W.HTML(f'<div class="vp-section-title">{html.escape(title)}</div>')]
+            if title else [])
+    box = W.VBox(kids + list(children), layout=W.Layout(width="100%"))
+    box.add_class("vp-section")
+    if cls:
+        box.add_class(cls)
+    return box
+
+
+# ---------------------------------------------------------------- formatting helpers
+def _e(v: Any) -> str:
+    return html.escape(str(v))
+
+
+def _num(v: float, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:,.{digits}f}"
+
+
+def _gib(n: int | None) -> str:
+    return "–" if n is None else format_bytes(n, "GiB", digits=1 if n % GiB else 0)
+
+
+def _rate(gbs: float) -> str:
+    return f"{gbs / 1000:.2f} TB/s" if gbs >= 1000 else f"{gbs:,.0f} GB/s"
+
+
+def _rows(pairs) -> str:
+    body = "".join(f"<tr><td>{_e(k)}</td><td class='vp-num'>{v}</td></tr>"
+                   for k, v in pairs if v not in (None, ""))
+    return f"<table>{body}</table>" if body else "<div class='vp-note'>not in the database</div>"
+
+
+def _vendor_color(vendor: str) -> str:
+    from ..charts import OTHER_COLOR, VENDOR_COLORS, vendor_label  # charts imports no altair at top
+    return VENDOR_COLORS.get(vendor_label(vendor), OTHER_COLOR)
+
+
+def device_card_html(d: Mapping[str, Any], sources: Mapping[str, Any] | None = None) -> str:
+    """The card for one device, from `Device.to_dict()` (the JSON of `vramplan gpu ID`).
+
+    `sources` (id -> Source or dict, e.g. `HardwareDB.sources`) resolves the ids in
+    `field_sources`; without it they are shown as ids.
+    """
+    hier = d.get("hierarchy") or {}
+    ic = d.get("interconnect") or {}
+    dense = d.get("throughput_tflops_dense") or d.get("throughput") or {}
+    sparse = d.get("throughput_tflops_sparse") or {}
+    mem, usable = d.get("memory_bytes"), d.get("usable_memory_bytes")
+    bw = d.get("bandwidth_gbs") or 0.0
+    frac = d.get("achievable_bandwidth_fraction")
+
+    sub = " · ".join(_e(x) for x in (d.get("architecture"), d.get("form_factor"),
+                                       d.get("year")) if x)
+    head = (f"<span class='vp-badge' style='background:{_vendor_color(d.get('vendor', ''))}'>"
+            f"{_e(d.get('vendor', ''))}</span><h2 style='display:inline'>{_e(d.get('name'))}</h2>"
+            f"<div class='vp-sub'>{sub} · id <code>{_e(d.get('id'))}</code></div>")
+
+    usable_txt = (f"usable {_gib(usable)} ({usable / mem:.1%})" if usable and mem
+                  else "usable: not measured, nominal assumed")
+    bus, rate = d.get("bus_width_bits"), d.get("data_rate_gbps")
+    bus_txt = (f"{bus:,}-bit × {_num(rate, 2)} Gbps / 8" if bus and rate
+               else "bus × rate not published")
+    ach_txt = f"~{frac:.0%} sustained ≈ {_rate(bw * frac)}" if frac else ""
+    cu, kind = hier.get("compute_units") or d.get("compute_units"), hier.get("compute_unit_kind", "")
+    kpis = [
+        ("Memory", _gib(mem), usable_txt),
+        ("Memory type", _e(d.get("memory_type") or "–"),
+         "unified with host" if d.get("unified_memory") else bus_txt),
+        ("Bandwidth", _rate(bw), ach_txt),
+        ("Compute", f"{cu:,} {_e(kind)}s" if cu else "–",
+         f"compute capability {_e(d['compute_capability'])}" if d.get("compute_capability")
+         else ""),
+    ]
+    kpi_html = "".join(f"<div class='vp-kpi'><div class='vp-k'>{k}</div><div class='vp-v'>{v}</div>"
+                       f"<div class='vp-d'>{dd}</div></div>" for k, v, dd in kpis)
+
+    per = f"/ {kind}" if kind else "per unit"
+    llc = hier.get("llc_mib")
+    hier_rows = [
+        ("Bus width", f"{bus:,} bit" if bus else None),
+        ("Data rate", f"{_num(rate, 2)} Gbps/pin" if rate else None),
+        ("Register file", f"{_num(hier['regfile_kib_per_unit'])} KiB {per}"
+         if hier.get("regfile_kib_per_unit") else None),
+        ("L1 / shared", f"{_num(hier['l1_smem_kib_per_unit'])} KiB {per}"
+         if hier.get("l1_smem_kib_per_unit") else None),
+        ("L2 cache", f"{_num(hier['l2_mib'])} MiB" if hier.get("l2_mib") else None),
+        (hier.get("llc_kind") or "Last-level cache", f"{_num(llc)} MiB" if llc else None),
+    ]
+    order = list(DTYPE_LABELS) + [k for k in dense if k not in DTYPE_LABELS]
+    tp_rows = []
+    for k in order:
+        if k in dense:
+            unit = "TOPS" if k.startswith("int") else "TFLOPS"
+            v = f"{_num(dense[k])} {unit}"
+            if k in sparse:
+                v += f" <span class='vp-hint'>({_num(sparse[k])} sparse)</span>"
+            tp_rows.append((DTYPE_LABELS.get(k, k), v))
+    scale = ic.get("scaleup")
+    links = []
+    if scale:
+        n = ic.get("scaleup_links")
+        links.append((scale, f"{n} links" if n else ""))
+        if ic.get("scaleup_gbs_per_direction"):
+            links.append(("per direction", f"{_num(ic['scaleup_gbs_per_direction'])} GB/s"))
+    if ic.get("pcie_gen"):
+        links.append(("PCIe", f"Gen{ic['pcie_gen']} x{ic.get('pcie_lanes', '?')}"))
+    if ic.get("host_link"):
+        links.append(("Host link", _e(ic["host_link"])))
+    links.append(("TDP", f"{d['tdp_w']:,} W" if d.get("tdp_w") else None))
+    links.append(("Year", _e(d["year"]) if d.get("year") else None))
+    cols = (f"<div><h3>Memory hierarchy</h3>{_rows(hier_rows)}</div>"
+            f"<div><h3>Dense throughput</h3>{_rows(tp_rows)}</div>"
+            f"<div><h3>Links &amp; power</h3>{_rows(links)}</div>")
+
+    notes = [n for n in (d.get("bandwidth_note"), d.get("achievable_bandwidth_note"), d.get("note"))
+             if n]
+    note_html = "".join(f"<div class='vp-note'>{_e(n)}</div>" for n in notes)
+    aliases = d.get("aliases") or []
+    if aliases:
+        note_html += f"<div class='vp-note'>Also known as: {_e(', '.join(aliases))}</div>"
+
+    return (f"<div class='vp-card'>{head}<div class='vp-kpis'>{kpi_html}</div>"
+            f"<div class='vp-cols'>{cols}</div>{note_html}"
+            f"{_sources_html(d, sources)}</div>")
+
+
+def _source_item(s: Mapping[str, Any] | Any) -> str:
+    s = s if isinstance(s, Mapping) else (s.to_dict() if hasattr(s, "to_dict") else {"title": s})
+    title = _e(s.get("title") or s.get("id"))
+    url = s.get("url")
+    body = (f"<a href='{_e(url)}' target='_blank' rel='noopener noreferrer'>{title}</a>" if url
+            else title)
+    extra = " — ".join(_e(x) for x in (s.get("publisher"), s.get("doc")) if x)
+    return body + (f" <span class='vp-hint'>{extra}</span>" if extra else "")
+
+
+def _sources_html(d: Mapping[str, Any], index: Mapping[str, Any] | None) -> str:
+    items = [f"<li>{_source_item(s)}</li>" for s in d.get("sources") or []]
+    per_field = []
+    for fname, ids in (d.get("field_sources") or {}).items():
+        refs = []
+        for sid in ids:
+            src = (index or {}).get(sid)
+            refs.append(_source_item(src) if src is not None else f"<code>{_e(sid)}</code>")
+        per_field.append(f"<li><code>{_e(fname)}</code>: {'; '.join(refs)}</li>")
+    if not items and not per_field:
+        return "<div class='vp-sources'>Sources: none recorded</div>"
+    out = f"<div class='vp-sources'><b>Sources</b><ol>{''.join(items)}</ol>"
+    if per_field:
+        out += f"<b>Per-field sources</b><ul>{''.join(per_field)}</ul>"
+    return out + "</div>"
+
+
+class DeviceCard(W.VBox):
+    """The chosen device: capacity, bandwidth, hierarchy, throughput, links, sources."""
+
+    def __init__(self):
+        self.html = W.HTML()
+        super().__init__([self.html], layout=W.Layout(width="100%"))
+        self.add_class("vp-section")
+
+    def show(self, device: Any, sources: Mapping[str, Any] | None = None) -> None:
+        d = device.to_dict() if hasattr(device, "to_dict") else device
+        self.html.value = device_card_html(d, sources)
+
+    @property
+    def value(self) -> str:
+        return self.html.value
+
+
+# ---------------------------------------------------------------- chart
+def _kernel():
+    """The running IPython kernel, or None (plain Python, pytest)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    ip = get_ipython()
+    return getattr(ip, "kernel", None)
+
+
+def _prepare_altair() -> None:
+    """The slow part of the first chart (~3-4 s): import altair, bundle the offline JS."""
+    import altair as alt
+    alt.JupyterChart.enable_offline()
+
+
+class ChartPanel(W.VBox):
+    """One altair chart in a reused `alt.JupyterChart`, created on first use.
+
+    `build` is a function returning the chart for the current state (a `vramplan.charts`
+    builder bound to its data); `refresh()` calls it again and swaps the widget's `.chart`.
+    `load()` creates the widget now; `load_in_background()` prepares altair in a thread and
+    creates the widget on the kernel's event loop, so the page paints first.
+    """
+
+    def __init__(self, build: Callable[[], Any], title: str | None = None, height: int = 380):
+        self.build = build
+        self.widget = None            # the alt.JupyterChart, once loaded
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self.placeholder = W.HTML(
+            f"<div class='vp-chart-loading' style='height:{height}px'>Loading chart…</div>")
+        self.holder = W.Box([self.placeholder], layout=W.Layout(width="100%"))
+        self.holder.add_class("vp-chart")
+        kids = [self.holder]
+        if title:
+            kids.insert(0, W.HTML(f'<div class="vp-section-title">{html.escape(title)}</div>'))
+        super().__init__(kids, layout=W.Layout(width="100%"))
+        self.add_class("vp-section")
+
+    @property
+    def loaded(self) -> bool:
+        return self.widget is not None
+
+    def load(self) -> None:
+        """Create the chart widget now (idempotent)."""
+        with self._lock:
+            if self.widget is not None:
+                return
+            try:
+                _prepare_altair()
+                import altair as alt
+                self.widget = alt.JupyterChart(self.build(), embed_options={
+                    "renderer": "svg", "actions": False})
+            except Exception as exc:  # a chart failure must not take the page down
+                self.error = f"{type(exc).__name__}: {exc}"
+                self.placeholder.value = (f"<div class='vp-msg-error'>The chart could not be "
+                                          f"drawn: {html.escape(self.error)}</div>")
+                return
+            self.holder.children = [self.widget]
+
+    def load_in_background(self) -> None:
+        """Prepare altair in a thread, then create the widget on the kernel's loop.
+
+        Outside a kernel (tests, scripts) this is `load()`.
+        """
+        kernel = _kernel()
+        loop = getattr(kernel, "io_loop", None)
+        if loop is None:
+            self.load()
+            return
+
+        def work():
+            try:
+                _prepare_altair()
+            except Exception:  # load() reports it
+                pass
+            loop.add_callback(self.load)
+
+        threading.Thread(target=work, name="vramplan-chart", daemon=True).start()
+
+    def refresh(self) -> None:
+        """Rebuild the chart for the current state and swap it into the widget."""
+        if self.widget is None:
+            return  # load() builds from the state current at that time
+        try:
+            self.widget.chart = self.build()
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    @property
+    def spec(self) -> dict | None:
+        """The Vega-Lite spec on display (None before load)."""
+        return None if self.widget is None else self.widget.spec

@@ -1,0 +1,402 @@
+"""A small layer-graph engine: what a vision network holds in memory, op by op.
+
+A builder (``vision_nets``) walks a network's layers on a `Graph`, which keeps symbolic tensors
+(per-sample shape and dtype) and, for each op, the tensors autograd saves for backward, with the
+mechanism PyTorch uses:
+
+* conv / linear / matmul save their inputs; BatchNorm / LayerNorm / GroupNorm save their input;
+* in-place ReLU returns the same storage and saves its output; GELU / SiLU / sigmoid save input
+  (or output) as their backward formula needs; max-pool saves input and int64 indices;
+  residual adds, concatenation, resizes and average pools save nothing;
+* mixed precision (autocast) casts conv / linear / matmul inputs to 16 bit (a new tensor when the
+  input is fp32) and keeps 16-bit copies of their weights; softmax / log_softmax / layer_norm run
+  in fp32; adds promote to the wider dtype;
+* a tensor only enters autograd when something upstream requires grad (frozen stages and
+  inference save nothing).
+
+`Graph.analyse(batch)` then replays liveness: the forward pass (a tensor lives from its producer
+to its last consumer, or until backward when saved), the backward pass in reverse (a saved tensor
+is freed after the backward of its earliest saver; the gradient of a tensor lives from the
+backward of its last consumer to that of its producer; parameter gradients appear op by op) and
+reports the live activation bytes at the top of each phase. Storages are counted once, so views
+and in-place results are not double counted.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "u8": 1}
+
+
+@dataclass(eq=False)
+class T:
+    """A symbolic tensor: per-sample shape (channels first, or tokens x features)."""
+
+    shape: tuple
+    dtype: str
+    batched: bool = True
+    requires_grad: bool = False
+    storage: int = -1
+    producer: int = -1
+    consumers: list = field(default_factory=list)
+    savers: list = field(default_factory=list)
+
+    @property
+    def numel(self) -> int:
+        return int(math.prod(self.shape))
+
+    def nbytes(self, batch: int) -> int:
+        return self.numel * DTYPE_BYTES[self.dtype] * (batch if self.batched else 1)
+
+    @property
+    def c(self) -> int:
+        return self.shape[0]
+
+    @property
+    def spatial(self) -> tuple:
+        return self.shape[1:]
+
+
+@dataclass
+class Op:
+    name: str
+    inputs: list
+    output: T | None
+    params: int = 0
+    trainable: bool = True
+    kind: str = ""
+
+
+def _tup(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class Graph:
+    """Records ops of one network. `dt`: activation dtype of pure-precision runs; `amp`: the
+    16-bit dtype autocast computes conv/linear/matmul in (None without autocast);
+    `training`: whether autograd records (False for inference)."""
+
+    def __init__(self, dt: str = "f32", amp: str | None = None, training: bool = True):
+        self.dt, self.amp, self.training = dt, amp, training
+        self.ops: list[Op] = []
+        self.tensors: list[T] = []
+        self.frozen = False          # builders set this around frozen stages
+        self.param_split: dict[str, int] = {"matmul": 0, "norm": 0, "other": 0}
+        self.frozen_params = 0
+        self.buffers = 0             # BN running statistics (not parameters, still weights)
+        self._storage = 0
+
+    # --- bookkeeping -------------------------------------------------------------------------
+    def _new(self, shape, dtype=None, batched=True, like: T | None = None) -> T:
+        t = T(tuple(int(s) for s in shape), dtype or self.dt, batched)
+        if like is not None:
+            t.storage = like.storage
+        else:
+            self._storage += 1
+            t.storage = self._storage
+        self.tensors.append(t)
+        return t
+
+    def input(self, shape, dtype=None) -> T:
+        t = self._new(shape, dtype)
+        t.producer = -1
+        return t
+
+    def _op(self, name, inputs, out_shape=None, *, out_dtype=None, params=0, saves=(),
+            group="other", inplace_of: T | None = None, kind="") -> T | None:
+        idx = len(self.ops)
+        trainable = params > 0 and not self.frozen
+        rg = self.training and (trainable or any(t.requires_grad for t in inputs))
+        out = None
+        if out_shape is not None:
+            out = self._new(out_shape, out_dtype, like=inplace_of)
+            out.producer, out.requires_grad = idx, rg
+        for t in inputs:
+            t.consumers.append(idx)
+        if rg:
+            for t in saves:
+                t.savers.append(idx)
+        if params:
+            if self.frozen:
+                self.frozen_params += params
+            self.param_split[group] += params
+        self.ops.append(Op(name, list(inputs), out, params, trainable, kind))
+        return out
+
+    @property
+    def params(self) -> int:
+        return sum(self.param_split.values())
+
+    # --- precision helpers -------------------------------------------------------------------
+    def _lowp(self, x: T) -> T:
+        """Autocast cast of a matmul input to 16 bit (a new tensor unless already 16-bit)."""
+        if self.amp and x.dtype == "f32":
+            return self._op("cast", [x], x.shape, out_dtype=self.amp)
+        return x
+
+    def _fp32(self, x: T) -> T:
+        """Autocast runs softmax / layer_norm / losses in fp32: a cast copy of 16-bit inputs."""
+        if self.amp and x.dtype != "f32":
+            return self._op("cast", [x], x.shape, out_dtype="f32")
+        return x
+
+    def _weight_copy(self, n: int, group="matmul"):
+        """Autocast keeps a 16-bit copy of each conv/linear weight (saved for backward)."""
+        if not self.amp or n == 0:
+            return []
+        w = self._new((n,), self.amp, batched=False)
+        w.producer = len(self.ops)
+        return [w]
+
+    # --- convolutional ops -------------------------------------------------------------------
+    def conv(self, x: T, cout: int, k=3, stride=1, pad=None, dil=1, groups=1, bias=False,
+             name="conv", transpose=False) -> T:
+        nd = len(x.spatial)
+        k, s, d = _tup(k, nd), _tup(stride, nd), _tup(dil, nd)
+        p = _tup(pad if pad is not None else tuple(dd * (kk - 1) // 2 for kk, dd in zip(k, d)), nd)
+        if transpose:
+            sp = tuple((h - 1) * ss - 2 * pp + dd * (kk - 1) + 1
+                       for h, kk, ss, pp, dd in zip(x.spatial, k, s, p, d))
+        else:
+            sp = tuple((h + 2 * pp - dd * (kk - 1) - 1) // ss + 1
+                       for h, kk, ss, pp, dd in zip(x.spatial, k, s, p, d))
+        n = cout * (x.c // groups) * math.prod(k) + (cout if bias else 0)
+        xi = self._lowp(x)
+        wc = self._weight_copy(n) if not self.frozen else []
+        return self._op(name, [xi] + wc, (cout,) + sp, out_dtype=xi.dtype, params=n,
+                        saves=[xi] + wc, group="matmul", kind="conv")
+
+    def bn(self, x: T, name="bn", eval_mode=False, affine=True) -> T:
+        """BatchNorm (also SyncBN): saves its input; per-channel stats are negligible."""
+        self.buffers += 2 * x.c
+        return self._op(name, [x], x.shape, out_dtype=x.dtype, params=2 * x.c if affine else 0,
+                        saves=[x], group="norm", kind="bn")
+
+    def gn(self, x: T, name="gn") -> T:
+        xi = self._fp32(x) if self.amp else x
+        return self._op(name, [xi], x.shape, out_dtype=xi.dtype, params=2 * x.c, saves=[xi],
+                        group="norm", kind="norm")
+
+    def relu(self, x: T, inplace=True) -> T:
+        """ReLU: in place (torchvision, mmcv) it rewrites x's storage and saves the result."""
+        out = self._op("relu", [x], x.shape, out_dtype=x.dtype, inplace_of=x if inplace else None)
+        if self.training and out.requires_grad:
+            out.savers.append(len(self.ops) - 1)
+        return out
+
+    def act(self, x: T, kind="gelu") -> T:
+        """GELU / SiLU / sigmoid / tanh / hardswish (not in place): saves the input (sigmoid,
+        tanh: the output)."""
+        out = self._op(kind, [x], x.shape, out_dtype=x.dtype, saves=[x] if kind not in
+                       ("sigmoid", "tanh") else [], kind="act")
+        if kind in ("sigmoid", "tanh") and out.requires_grad:
+            out.savers.append(len(self.ops) - 1)
+        return out
+
+    def maxpool(self, x: T, k=3, stride=2, pad=1) -> T:
+        nd = len(x.spatial)
+        k, s, p = _tup(k, nd), _tup(stride, nd), _tup(pad, nd)
+        sp = tuple((h + 2 * pp - kk) // ss + 1 for h, kk, ss, pp in zip(x.spatial, k, s, p))
+        out = self._op("maxpool", [x], (x.c,) + sp, out_dtype=x.dtype, saves=[x])
+        if out.requires_grad:  # int64 indices, the output's size
+            idx = self._new(out.shape, "i64")
+            idx.producer = out.producer
+            idx.savers.append(out.producer)
+        return out
+
+    def pool(self, x: T, size) -> T:
+        """Average / adaptive average pooling to `size` (per spatial dim): saves nothing."""
+        sp = _tup(size, len(x.spatial))
+        return self._op("avgpool", [x], (x.c,) + sp, out_dtype=x.dtype)
+
+    def resize(self, x: T, size) -> T:
+        """Bilinear / nearest interpolation: backward needs only the sizes."""
+        sp = _tup(size, len(x.spatial))
+        return self._op("resize", [x], (x.c,) + sp, out_dtype=x.dtype)
+
+    def add(self, a: T, b: T, inplace=False) -> T:
+        dt = "f32" if "f32" in (a.dtype, b.dtype) else a.dtype
+        return self._op("add", [a, b], a.shape, out_dtype=dt,
+                        inplace_of=a if inplace and a.dtype == dt else None)
+
+    def mul(self, a: T, b: T) -> T:
+        """Elementwise product of two activations (SE gating, layer scale): saves both."""
+        shape = a.shape if a.numel >= b.numel else b.shape
+        dt = "f32" if "f32" in (a.dtype, b.dtype) else a.dtype
+        return self._op("mul", [a, b], shape, out_dtype=dt, saves=[a, b])
+
+    def scale(self, x: T, learnable=True) -> T:
+        """x * gamma with a per-channel parameter (layer scale): saves x for gamma's grad."""
+        c = x.shape[-1]
+        return self._op("scale", [x], x.shape, out_dtype=x.dtype, params=c if learnable else 0,
+                        saves=[x] if learnable else [])
+
+    def cat(self, xs: list, dim=0) -> T:
+        shape = list(xs[0].shape)
+        shape[dim] = sum(t.shape[dim] for t in xs)
+        dt = "f32" if any(t.dtype == "f32" for t in xs) else xs[0].dtype
+        return self._op("cat", list(xs), shape, out_dtype=dt)
+
+    def copy(self, x: T, shape=None, name="copy") -> T:
+        """A layout change that materialises (permute().contiguous(), roll, window partition)."""
+        return self._op(name, [x], shape or x.shape, out_dtype=x.dtype)
+
+    def view(self, x: T, shape) -> T:
+        """A view: same storage, no memory."""
+        return self._op("view", [x], shape, out_dtype=x.dtype, inplace_of=x)
+
+    def dropout(self, x: T, p: float, feature=False) -> T:
+        """Dropout with p > 0 in training: a new output and a saved 1-byte mask (CUDA);
+        p == 0 or eval returns the input itself. `feature`: Dropout2d (per-channel noise)."""
+        if p <= 0 or not self.training:
+            return x
+        out = self._op("dropout", [x], x.shape, out_dtype=x.dtype)
+        if out.requires_grad:
+            m = self._new(x.shape[:1] if feature else x.shape, "u8" if not feature else x.dtype)
+            m.producer = out.producer
+            m.savers.append(out.producer)
+        return out
+
+    def drop_path(self, x: T, p: float) -> T:
+        """Stochastic depth as timm / mmcv write it, `x.div(keep) * mask`: the product saves
+        the scaled x (a full-size tensor) and the per-sample mask."""
+        if p <= 0 or not self.training:
+            return x
+        y = self._op("div", [x], x.shape, out_dtype=x.dtype)
+        return self._op("droppath", [y], x.shape, out_dtype=x.dtype, saves=[y])
+
+    # --- token ops ---------------------------------------------------------------------------
+    def linear(self, x: T, out: int, bias=True, name="linear") -> T:
+        n = x.shape[-1] * out + (out if bias else 0)
+        xi = self._lowp(x)
+        wc = self._weight_copy(n) if not self.frozen else []
+        return self._op(name, [xi] + wc, x.shape[:-1] + (out,), out_dtype=xi.dtype, params=n,
+                        saves=[xi] + wc, group="matmul", kind="linear")
+
+    def ln(self, x: T, name="ln", affine=True) -> T:
+        """LayerNorm over the last dim: saves its input (fp32 under autocast)."""
+        xi = self._fp32(x)
+        return self._op(name, [xi], x.shape, out_dtype=xi.dtype,
+                        params=2 * x.shape[-1] if affine else 0, saves=[xi], group="norm",
+                        kind="norm")
+
+    def matmul(self, a: T, b: T, out_shape, name="bmm") -> T:
+        ai, bi = self._lowp(a), self._lowp(b)
+        return self._op(name, [ai, bi], out_shape, out_dtype=ai.dtype, saves=[ai, bi],
+                        kind="matmul")
+
+    def softmax(self, x: T) -> T:
+        xi = self._fp32(x) if self.amp else x
+        out = self._op("softmax", [xi], x.shape, out_dtype=xi.dtype)
+        if out.requires_grad:
+            out.savers.append(out.producer)
+        return out
+
+    def sdpa(self, q: T, k: T, v: T, heads: int) -> T:
+        """Fused attention (flash / memory-efficient): saves q, k, v, the output and a
+        per-row fp32 log-sum-exp; never the n x n scores."""
+        qi, ki, vi = self._lowp(q), self._lowp(k), self._lowp(v)
+        out = self._op("sdpa", [qi, ki, vi], qi.shape, out_dtype=qi.dtype,
+                       saves=[qi, ki, vi], kind="attention")
+        if out.requires_grad:
+            out.savers.append(out.producer)
+            lse = self._new((heads, q.shape[0]), "f32")
+            lse.producer = out.producer
+            lse.savers.append(out.producer)
+        return out
+
+    def param(self, n: int, group="other"):
+        """A parameter used without an op of its own (class token, position embedding)."""
+        self.param_split[group] += n
+        if self.frozen:
+            self.frozen_params += n
+
+    def custom(self, name, inputs, out_shape, saves=(), out_dtype=None, params=0) -> T:
+        return self._op(name, inputs, out_shape, out_dtype=out_dtype or self.dt, params=params,
+                        saves=saves)
+
+    # --- analysis ----------------------------------------------------------------------------
+    def curves(self, outputs: list | None = None) -> "Curves":
+        """Liveness curves over the step, split in per-sample and batch-independent bytes."""
+        import numpy as np
+        n = len(self.ops)
+        outs = set(id(t) for t in (outputs or []))
+        # per storage: [per-sample bytes, const bytes, first producer, last use, backward free]
+        st: dict[int, list] = {}
+        for t in self.tensors:
+            b = t.numel * DTYPE_BYTES[t.dtype]
+            last = max(t.consumers) if t.consumers else (n if id(t) in outs else t.producer)
+            s = st.setdefault(t.storage, [0, 0, 10 ** 9, -1, n + 1])
+            s[0 if t.batched else 1] = max(s[0 if t.batched else 1], b)
+            s[2] = min(s[2], max(t.producer, 0))
+            s[3] = max(s[3], min(last, n))
+            if t.savers and self.training:
+                s[4] = min(s[4], min(t.savers))
+        z = lambda: np.zeros((2, n + 2))  # noqa: E731  rows: per-sample, constant
+        fwd, inf, bwd, grd = z(), z(), z(), z()
+        saved = np.zeros(2)
+        largest = np.zeros(2)
+        for pb, cb, lo, end, free in st.values():
+            v = np.array([pb, cb])
+            largest = np.maximum(largest, v)
+            inf[:, lo] += v
+            inf[:, end + 1] -= v
+            if free <= n:
+                saved += v
+                fwd[:, lo] += v
+                bwd[:, free] += v        # alive in backward for ops >= free
+            else:
+                fwd[:, lo] += v
+                fwd[:, end + 1] -= v
+        for t in self.tensors:
+            if self.training and t.requires_grad and t.producer >= 0:
+                hi = n - 1 if (id(t) in outs or not t.consumers) else min(max(t.consumers), n - 1)
+                v = np.array([t.numel * DTYPE_BYTES[t.dtype], 0]) if t.batched else \
+                    np.array([0, t.numel * DTYPE_BYTES[t.dtype]])
+                grd[:, t.producer] += v
+                grd[:, hi + 1] -= v
+        c = Curves()
+        c.forward = np.cumsum(fwd, axis=1)[:, : n + 1]
+        c.inference = np.cumsum(inf, axis=1)[:, : n + 1]
+        c.backward = (np.cumsum(bwd, axis=1) + np.cumsum(grd, axis=1))[:, :n]
+        c.grads = np.cumsum(grd, axis=1)[:, :n]
+        c.saved, c.largest = saved, largest
+        tr = np.array([op.params if (op.trainable and self.training) else 0 for op in self.ops],
+                      dtype=float)
+        tot = tr.sum() or 1.0
+        # share of trainable parameter grads produced once backward reaches op i (reverse order)
+        c.param_frac = np.cumsum(tr[::-1])[::-1] / tot
+        c.active = np.array([op.output is None or op.output.requires_grad for op in self.ops])
+        return c
+
+
+class Curves:
+    """Live activation bytes along a step: rows are (per-sample, batch-independent) bytes; each
+    column is one op (forward: after op i; backward: while op i's backward runs)."""
+
+    forward = inference = backward = grads = saved = largest = param_frac = active = None
+
+    @staticmethod
+    def _at(rows, batch):
+        return rows[0] * batch + rows[1]
+
+    def at(self, batch: int, param_grad_bytes: int = 0) -> dict:
+        """Bytes for micro-batch `batch`; `param_grad_bytes`: gradients that appear during
+        backward (zero when gradients are pre-allocated), so the backward peak can sit at the
+        op where activations + gradients so far are largest."""
+        import numpy as np
+        fwd = self._at(self.forward, batch)
+        res = {"saved": int(self._at(self.saved, batch)),
+               "forward_peak": int(fwd.max()), "end_of_forward": int(fwd[-1]),
+               "inference_peak": int(self._at(self.inference, batch).max()),
+               "largest": int(max(self.largest[0] * batch, self.largest[1])),
+               "backward_peak": 0, "backward_grads": 0, "backward_param_frac": 0.0}
+        if self.backward is not None and self.backward.shape[1]:
+            bwd = self._at(self.backward, batch) + self.param_frac * param_grad_bytes
+            bwd = np.where(self.active, bwd, 0)
+            i = int(bwd.argmax())
+            res["backward_peak"] = int(self._at(self.backward, batch)[i])
+            res["backward_grads"] = int(self._at(self.grads, batch)[i])
+            res["backward_param_frac"] = float(self.param_frac[i])
+        return res
