@@ -19,10 +19,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[app,torch,nvml,test]"
 	touch $(STAMP)
 
+# the planner: Voila with the CDN-free vramplan-lab template (app/vramplan/commands/app.py)
 app: venv
-	$(BIN)/voila notebooks/planner.ipynb --port=$(PORT) --no-browser \
-		--Voila.ip=0.0.0.0 --template=vramplan-lab \
-		--VoilaConfiguration.file_allowlist="['.*\.(png|jpg|gif|svg|css|js)']"
+	$(BIN)/vramplan app --port=$(PORT) --ip=0.0.0.0
 
 test: venv
 	$(BIN)/python -m pytest -q --timeout=600 tests

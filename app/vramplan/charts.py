@@ -10,6 +10,7 @@ render through `alt.JupyterChart` with `enable_offline()`; `vramplan.ui` does th
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Mapping
 
 from .units import GiB
@@ -69,6 +70,13 @@ def device_rows(devices: Iterable[Any], selected: str | None = None) -> list[dic
             "year": d.get("year"),
             "selected": d["id"].lower() == want,
         })
+    # the chosen device's label goes to the side with room: left of points in the right half
+    if rows:
+        lo = math.log(min(r["memory_gib"] for r in rows))
+        hi = math.log(max(r["memory_gib"] for r in rows))
+        mid = (lo + hi) / 2
+        for r in rows:
+            r["label_side"] = "left" if math.log(r["memory_gib"]) > mid else "right"
     return rows
 
 
@@ -93,11 +101,11 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     data = alt.Data(values=rows)
     x = alt.X("memory_gib:Q", title="Memory capacity (GiB, log scale)",
               scale=alt.Scale(type="log", nice=False, padding=12),
-              axis=alt.Axis(values=[4, 8, 16, 24, 32, 48, 64, 80, 96, 128, 192, 256],
+              axis=alt.Axis(values=[4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024],
                             grid=True, labelFlush=False))
     y = alt.Y("bandwidth_gbs:Q", title="Peak memory bandwidth (GB/s, log scale)",
               scale=alt.Scale(type="log", nice=False, padding=12),
-              axis=alt.Axis(values=[250, 500, 1000, 2000, 4000, 8000], grid=True))
+              axis=alt.Axis(values=[125, 250, 500, 1000, 2000, 4000, 8000, 16000], grid=True))
     tooltip = [
         alt.Tooltip("name:N", title="GPU"),
         alt.Tooltip("vendor:N", title="Vendor"),
@@ -111,17 +119,21 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     points = base.mark_circle(size=90, opacity=0.8, stroke="white", strokeWidth=0.8).encode(
         x=x, y=y,
         color=alt.Color("vendor:N", title="Vendor", scale=_vendor_scale(rows),
-                        legend=alt.Legend(orient="bottom-right", fillColor="white",
+                        legend=alt.Legend(orient="top-left", fillColor="white",
                                           padding=6, cornerRadius=4)),
         tooltip=tooltip,
     )
     chosen = base.transform_filter(alt.datum.selected)
     ring = chosen.mark_point(size=420, shape="circle", filled=False, strokeWidth=2.5,
                              color=SELECTED_COLOR).encode(x=x, y=y, tooltip=tooltip)
-    label = chosen.mark_text(align="left", dx=14, dy=-12, fontSize=12, fontWeight="bold",
-                             color=SELECTED_COLOR).encode(x=x, y=y, text="name:N")
+    labels = [
+        chosen.transform_filter(alt.datum.label_side == side).mark_text(
+            align=align, dx=dx, dy=-12, fontSize=12, fontWeight="bold", color=SELECTED_COLOR,
+        ).encode(x=x, y=y, text="name:N")
+        for side, align, dx in (("right", "left", 14), ("left", "right", -14))
+    ]
     return (
-        alt.layer(points, ring, label)
+        alt.layer(points, ring, *labels)
         .properties(width=width, height=height,
                     title=alt.Title("Capacity vs bandwidth, every GPU in the database",
                                     subtitle="ring: the chosen GPU; hover a point for details",

@@ -88,15 +88,26 @@ def browser():
             b.close()
 
 
+def _db():
+    from vramplan.hardware import default_db
+    return default_db()
+
+
 def _targets():
     """The GPU the page starts with and a clearly different one to pick."""
-    from vramplan.hardware import default_db
     from vramplan.ui.app import default_gpu
-    db = default_db()
+    db = _db()
     start = db.get(default_gpu(db))
+    for name in ("MI300X", "amd-instinct-mi300x"):  # a different vendor, a common comparison
+        try:
+            return start, db.get(name)
+        except LookupError:
+            pass
     others = [d for d in db.devices if d.id != start.id and d.vendor != start.vendor] or \
         [d for d in db.devices if d.id != start.id]
     assert others, "the hardware database needs at least two devices"
+    # the largest-memory other device: far from the start point on the chart, and a good picture
+    others.sort(key=lambda d: (-d.memory_bytes, d.id))
     return start, others[0]
 
 
@@ -136,9 +147,10 @@ def test_planner_page(server, browser):
         # pick another GPU from the list: search narrows it, then click the option
         page.locator(".vp-controls input[type=text]").first.fill(target.name)
         select = page.locator(".vp-controls select[size]")
-        option = select.locator("option", has_text=target.name).first
-        option.wait_for(timeout=T_STEP)
-        select.select_option(label=option.inner_text())
+        from vramplan.ui.controls import GpuPicker
+        label = GpuPicker.label(target)
+        select.locator("option", has_text=label).first.wait_for(timeout=T_STEP)
+        select.select_option(label=label)
         page.wait_for_function(
             "name => document.querySelector('.vp-card h2')?.textContent.trim() === name",
             arg=target.name, timeout=T_STEP)
@@ -152,10 +164,14 @@ def test_planner_page(server, browser):
                                timeout=T_STEP)
         # the README picture: the whole page, the picked GPU
         page.locator(".vp-controls input[type=text]").first.fill("")
-        page.wait_for_timeout(800)
+        page.locator(".vp-count", has_text=f"{len(_db().devices)} of").wait_for(timeout=T_STEP)
+        page.set_viewport_size({"width": 1440, "height": 1360})  # Voila scrolls inside the page
+        page.mouse.move(0, 0)
+        page.wait_for_timeout(500)
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "planner-picked.png"), full_page=True)
-        page.screenshot(path=str(README_SHOT), full_page=False)
+        page.screenshot(path=str(ARTIFACTS / "planner-picked.png"))
+        page.screenshot(path=str(README_SHOT))
+        page.set_viewport_size({"width": 1440, "height": 1000})
 
         # bad input: explained inline, kept as typed, no traceback
         mem = page.locator(".vp-controls input[type=text]").nth(1)

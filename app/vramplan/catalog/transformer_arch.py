@@ -21,7 +21,7 @@ model (671B, not 685B).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ScenarioError
@@ -483,18 +483,19 @@ GENERIC_VOCAB = 32000
 
 
 def generic_decoder(params: float, vocab: int = GENERIC_VOCAB) -> TransformerArch:
-    """A Llama-like decoder of about `params` parameters (within 2% above ~50M).
+    """A Llama-like decoder of about `params` parameters (within 2% from 5e7 up).
 
     Rule (documented so results are reproducible): head_dim 128 (64 below 1B); hidden is a
     multiple of 128 chosen with layers ~= hidden / 128 (the depth/width ratio of Llama 2 7B:
     4096 / 32), heads = hidden / head_dim, no GQA, SwiGLU width 8/3 * hidden rounded up to a
     multiple of 256, untied embeddings, vocab 32000, max positions 4096. Per layer that is
-    ~12.0 * hidden^2 parameters; the hidden size is searched so that the total lands closest to
-    the request, then the layer count is adjusted by one where that gets closer."""
+    ~12.0 * hidden^2 parameters. For each hidden size the layer count closest to the request is
+    taken (kept within half to twice hidden / 128); among shapes within 0.5% of the request the
+    one nearest the Llama depth ratio wins, else the closest shape."""
     if isinstance(params, bool) or not isinstance(params, (int, float)) or params != params:
         raise _bad(f"'params' must be a number, got {params!r}")
-    if not 1e6 <= params <= 1e13:
-        raise _bad(f"'params' must be between 1e6 and 1e13, got {params!r}")
+    if not 2e7 <= params <= 1e13:  # below ~2e7 a 32000-token vocabulary is the whole model
+        raise _bad(f"'params' must be between 2e7 and 1e13, got {params!r}")
 
     def build(hidden: int, layers: int) -> TransformerArch:
         hd = 128 if hidden >= 2048 else 64
@@ -506,23 +507,20 @@ def generic_decoder(params: float, vocab: int = GENERIC_VOCAB) -> TransformerArc
             vocab=vocab, tied_embeddings=False, max_positions=4096, learned_positions=False,
             extra={"model_type": "generic"})
 
-    best = None
+    # params(hidden, layers) = layers * per_layer(hidden) + fixed(hidden): for each hidden size
+    # take the layer count that lands closest, within half to twice the Llama depth ratio;
+    # among shapes within 0.5% of the request prefer the one nearest that ratio.
+    cands = []
     for hidden in range(128, 65536 + 1, 128):
-        base = max(1, round(hidden / 128))
-        for layers in (base - 1, base, base + 1):
-            if layers < 1:
-                continue
-            a = build(hidden, layers)
-            err = abs(a.param_count() - params)
-            if best is None or err < best[0]:
-                best = (err, a)
-        if build(hidden, base).param_count() > 2 * params:
+        one, two = build(hidden, 1).param_count(), build(hidden, 2).param_count()
+        per_layer, fixed = two - one, one - (two - one)
+        ratio = max(1, round(hidden / 128))
+        if cands and fixed + per_layer * max(1, ratio // 2) > 2 * params:
             break
-    arch = best[1]
-    if params >= 5e7 and abs(arch.param_count() - params) > 0.02 * params:
-        # small sizes: free the depth to get within 2%
-        for layers in range(1, 400):
-            a = replace(arch, layers=layers)
-            if abs(a.param_count() - params) < abs(arch.param_count() - params):
-                arch = a
+        layers = min(max(round((params - fixed) / per_layer), max(1, ratio // 2)), 2 * ratio)
+        err = abs(fixed + per_layer * layers - params) / params
+        cands.append((err, abs(layers - ratio) / ratio, hidden, layers))
+    close = [c for c in cands if c[0] <= 0.005]
+    _, _, hidden, layers = min(close, key=lambda c: c[1]) if close else min(cands)
+    arch = build(hidden, layers)
     return arch

@@ -83,7 +83,8 @@ def run(args) -> int:
     if args.print_command:
         print(f"JUPYTER_PATH={shlex.quote(env['JUPYTER_PATH'])} {shlex.join(cmd)}")
         return 0
-    print(f"vramplan: serving the planner on http://{args.ip}:{args.port}/ (Ctrl-C stops)",
+    host = "localhost" if args.ip in ("0.0.0.0", "::", "127.0.0.1") else args.ip
+    print(f"vramplan: serving the planner on http://{host}:{args.port}/ (Ctrl-C stops)",
           file=sys.stderr, flush=True)
     if os.name == "posix":
         os.execve(cmd[0], cmd, env)  # Voila takes this process: signals reach it directly

@@ -28,6 +28,11 @@ ROUND = 512
 CATEGORIES = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
 
 
+_aten = torch.ops.aten
+_STATE_FACTORIES = {_aten.zeros_like, _aten.empty_like, _aten.ones_like, _aten.full_like,
+                    _aten.zeros, _aten.clone}
+
+
 def rounded(n: int, to: int = ROUND) -> int:
     return ((n + to - 1) // to) * to if n else 0
 
@@ -132,9 +137,13 @@ class MemoryCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         self.ops += 1
+        # optimizer state is created lazily in the first step by factory ops (zeros_like, clone):
+        # label it at birth; the runner re-labels exactly from optimizer.state after the step
+        cat = ("optimizer_states" if self.phase == "optimizer-step"
+               and func.overloadpacket in _STATE_FACTORIES else None)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                self.track(t)
+                self.track(t, cat) if cat and id(t.untyped_storage()) not in self.rec else self.track(t)
         if self.peak_event == self.events and getattr(self, "_peak_dirty", False):
             self.peak_largest = self.largest_live()
             self._peak_dirty = False

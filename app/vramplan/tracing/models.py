@@ -2,14 +2,14 @@
 
 Nothing is downloaded: each builder makes the module from the shape keys alone. They follow the
 reference implementations where memory depends on it (Hugging Face transformers for the
-transformers, torchvision for ResNet, diffusers for the U-Net):
+transformers, torchvision for ResNet and ViT):
 
 - decoder, Llama style (RMSNorm, RoPE, grouped-query attention, SwiGLU, no bias) and GPT-2 / OPT /
   BigCode style (LayerNorm, learned positions, GELU or ReLU, biases, dropout);
-- encoder (BERT: post-LN, token types, masked-LM head for training);
-- ViT (pre-LN, patch convolution, class token, classification head);
+- encoder (BERT: post-LN, token types, pooler; a 2-way classification head for training);
+- ViT (torchvision: pre-LN, packed in_proj attention, class token, classification head);
 - ResNet (torchvision bottleneck or basic blocks, BatchNorm, in-place ReLU);
-- U-Net (diffusers-like ResNet blocks with GroupNorm, SiLU and a time embedding, skip concat).
+- U-Net (the segmentation U-Net, 2-D or 3-D: double conv-BN-ReLU, max-pool, transposed conv).
 
 Attention kernels: `eager` materialises the score matrix as HF's eager path does (fp32 softmax,
 float additive mask for Llama; `where` with a bool mask for GPT-2); `sdpa` calls
@@ -27,9 +27,22 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.utils.checkpoint import checkpoint
+from torch.utils.checkpoint import checkpoint as _checkpoint
 
 from ..errors import ScenarioError
+
+RECOMPUTE_CONTEXT = None
+"""set by the runner: a factory of the context (kernel emulation) the recomputation runs in;
+TorchFunctionModes are not active inside autograd's backward, where checkpoint recomputes"""
+
+
+def checkpoint(fn, *args, use_reentrant=False):
+    import contextlib
+    make = RECOMPUTE_CONTEXT
+    if make is None:
+        return _checkpoint(fn, *args, use_reentrant=use_reentrant)
+    return _checkpoint(fn, *args, use_reentrant=use_reentrant,
+                       context_fn=lambda: (contextlib.nullcontext(), make()))
 
 FAMILIES = ("decoder", "encoder", "vit", "cnn", "unet")
 """the catalog families trace can build (decoder: Llama / Mistral / Qwen2 / GPT-2 / OPT / BigCode
@@ -95,10 +108,13 @@ def transformer_arch(config: dict, kind: str | None = None) -> TArch:
                    default="silu" if base["gated_mlp"] else "gelu_new")).lower()
     if mt == "opt":
         act = "relu"
+    # HF config defaults where a config leaves dropout out: GPT-2 / BigCode / BERT / OPT 0.1
+    d0 = 0.1 if mt in ("gpt2", "gpt_bigcode", "bert", "roberta", "opt") else 0.0
+    a0 = 0.1 if mt in ("gpt2", "gpt_bigcode", "bert", "roberta") else 0.0
     drop = float(_get(cfg, "resid_pdrop", "hidden_dropout_prob", "dropout", "hidden_dropout",
-                      default=0.0) or 0.0)
+                      default=d0) or 0.0)
     adrop = float(_get(cfg, "attn_pdrop", "attention_probs_dropout_prob", "attention_dropout",
-                       default=0.0) or 0.0)
+                       default=a0) or 0.0)
     return TArch(activation=act, dropout=drop, attn_dropout=adrop, **base)
 
 
@@ -351,51 +367,86 @@ def causal_lm_loss(logits, labels):
     return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.reshape(-1), ignore_index=-100)
 
 
-class MaskedLM(nn.Module):
-    """BERT with its MLM head (dense, GELU, LayerNorm, tied decoder) for training; without for forward."""
+class EncoderClassifier(nn.Module):
+    """HF BertForSequenceClassification: BertModel (with pooler: dense + tanh on [CLS]), dropout,
+    a `labels`-way classifier. `head=False`: BertModel's forward (hidden states + pooler)."""
 
-    def __init__(self, a: TArch, kernel="eager", checkpointing="none", head=True):
+    def __init__(self, a: TArch, kernel="eager", checkpointing="none", head=True, labels=2):
         super().__init__()
         self.bert = Transformer(a, kernel, checkpointing)
-        self.head = head
-        if head:
-            self.transform = nn.Sequential(nn.Linear(a.hidden, a.hidden), nn.GELU(), nn.LayerNorm(a.hidden))
-            self.decoder = nn.Linear(a.hidden, a.vocab)
-            if a.tied_embeddings:
-                self.decoder.weight = self.bert.embed_tokens.weight
+        self.pooler = nn.Linear(a.hidden, a.hidden)
+        self.classifier = nn.Linear(a.hidden, labels) if head else None
+        self.p = a.dropout
 
     def forward(self, ids):
         h = self.bert(ids)
-        return self.decoder(self.transform(h)) if self.head else h
+        pooled = torch.tanh(self.pooler(h[:, 0]))
+        if self.classifier is None:
+            return h, pooled
+        return self.classifier(F.dropout(pooled, self.p, self.training))
 
 
 # ----------------------------------------------------------------------------- vision
 
 
-class ViT(nn.Module):
-    def __init__(self, a: TArch, image=224, patch=16, channels=3, classes=1000,
-                 kernel="eager", checkpointing="none"):
+class VitAttention(nn.Module):
+    """torchvision ViT attention (nn.MultiheadAttention internals): packed in_proj, one
+    contiguous q/k/v copy; eager: scale q, bmm, softmax, bmm; else SDPA."""
+
+    def __init__(self, d, heads, kernel):
         super().__init__()
-        self.patch_embed = nn.Conv2d(channels, a.hidden, patch, stride=patch)
+        self.in_proj = nn.Linear(d, 3 * d)
+        self.out_proj = nn.Linear(d, d)
+        self.h, self.kernel = heads, kernel
+
+    def forward(self, x):
+        b, n, d = x.shape
+        qkv = self.in_proj(x).unflatten(-1, (3, d)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        q, k, v = (t.view(b, n, self.h, d // self.h).transpose(1, 2) for t in qkv)
+        if self.kernel == "eager":
+            q = q * (d // self.h) ** -0.5
+            o = torch.matmul(F.softmax(torch.matmul(q, k.transpose(-2, -1)), dim=-1), v)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v)
+        return self.out_proj(o.transpose(1, 2).reshape(b, n, d))
+
+
+class VitBlock(nn.Module):
+    def __init__(self, d, heads, mlp, kernel):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(d, eps=1e-6), nn.LayerNorm(d, eps=1e-6)
+        self.self_attention = VitAttention(d, heads, kernel)
+        self.mlp = nn.Sequential(nn.Linear(d, mlp), nn.GELU(), nn.Linear(mlp, d))
+
+    def forward(self, x):
+        x = x + self.self_attention(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class ViT(nn.Module):
+    """torchvision VisionTransformer (dropout 0): patch conv, class token, pre-LN blocks."""
+
+    def __init__(self, hidden=768, layers=12, heads=12, mlp=3072, image=224, patch=16, channels=3,
+                 classes=1000, kernel="sdpa", checkpointing="none"):
+        super().__init__()
+        self.conv_proj = nn.Conv2d(channels, hidden, patch, stride=patch)
         n = (image // patch) ** 2
-        self.cls_token = nn.Parameter(torch.zeros(1, 1, a.hidden))
-        self.pos_embed = nn.Parameter(torch.zeros(1, n + 1, a.hidden))
-        self.layers = nn.ModuleList(Block(a, kernel, False, checkpointing == "selective")
-                                    for _ in range(a.layers))
-        self.norm = nn.LayerNorm(a.hidden)
-        self.head = nn.Linear(a.hidden, classes)
-        self.p, self.full_ckpt = a.dropout, checkpointing == "full"
+        self.class_token = nn.Parameter(torch.zeros(1, 1, hidden))
+        self.pos_embedding = nn.Parameter(torch.zeros(1, n + 1, hidden))
+        self.layers = nn.ModuleList(VitBlock(hidden, heads, mlp, kernel) for _ in range(layers))
+        self.ln = nn.LayerNorm(hidden, eps=1e-6)
+        self.head = nn.Linear(hidden, classes)
+        self.full_ckpt = checkpointing == "full"
 
     def forward(self, img):
-        x = self.patch_embed(img).flatten(2).transpose(1, 2)
-        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
-        x = F.dropout(x, self.p, self.training)
+        x = self.conv_proj(img).flatten(2).transpose(1, 2)
+        x = torch.cat([self.class_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embedding
         for layer in self.layers:
             if self.full_ckpt and self.training and torch.is_grad_enabled():
                 x = checkpoint(layer, x, use_reentrant=False)
             else:
                 x = layer(x)
-        return self.head(self.norm(x)[:, 0])
+        return self.head(self.ln(x)[:, 0])
 
 
 class Bottleneck(nn.Module):
@@ -472,82 +523,46 @@ class ResNet(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
-class ResBlock(nn.Module):
-    def __init__(self, cin, cout, temb, groups, dropout=0.0):
-        super().__init__()
-        self.norm1, self.conv1 = nn.GroupNorm(groups, cin), nn.Conv2d(cin, cout, 3, padding=1)
-        self.temb = nn.Linear(temb, cout)
-        self.norm2, self.conv2 = nn.GroupNorm(groups, cout), nn.Conv2d(cout, cout, 3, padding=1)
-        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else None
-        self.p = dropout
-
-    def forward(self, x, t):
-        h = self.conv1(F.silu(self.norm1(x))) + self.temb(F.silu(t))[:, :, None, None]
-        h = self.conv2(F.dropout(F.silu(self.norm2(h)), self.p, self.training))
-        return (x if self.skip is None else self.skip(x)) + h
-
-
 class UNet(nn.Module):
-    """A small diffusers-style U-Net (no attention blocks): noise prediction with MSE loss."""
+    """The segmentation U-Net (2-D or 3-D, padded convolutions): conv-BN-ReLU twice per level,
+    max-pool down, transposed convolution up, skip concatenation, 1x1 output convolution."""
 
-    def __init__(self, channels=(64, 128, 256), layers_per_block=2, in_ch=3, groups=32,
+    def __init__(self, channels=(64, 128, 256, 512, 1024), in_ch=3, out_ch=2, dims=2,
                  checkpointing="none"):
         super().__init__()
-        c0, temb = channels[0], channels[0] * 4
-        self.t_embed = nn.Sequential(nn.Linear(c0, temb), nn.SiLU(), nn.Linear(temb, temb))
-        self.conv_in = nn.Conv2d(in_ch, c0, 3, padding=1)
-        self.down, self.downsample, skips, cin = nn.ModuleList(), nn.ModuleList(), [c0], c0
-        for i, c in enumerate(channels):
-            blocks = nn.ModuleList()
-            for _ in range(layers_per_block):
-                blocks.append(ResBlock(cin, c, temb, groups))
-                cin = c
-                skips.append(c)
-            self.down.append(blocks)
-            last = i == len(channels) - 1
-            self.downsample.append(nn.Identity() if last else nn.Conv2d(c, c, 3, 2, 1))
-            if not last:
-                skips.append(c)
-        self.mid = nn.ModuleList([ResBlock(cin, cin, temb, groups), ResBlock(cin, cin, temb, groups)])
-        self.up, self.upsample = nn.ModuleList(), nn.ModuleList()
-        for i, c in enumerate(reversed(channels)):
-            blocks = nn.ModuleList()
-            for _ in range(layers_per_block + 1):
-                blocks.append(ResBlock(cin + skips.pop(), c, temb, groups))
-                cin = c
-            self.up.append(blocks)
-            last = i == len(channels) - 1
-            self.upsample.append(nn.Identity() if last else nn.Conv2d(c, c, 3, padding=1))
-        self.norm_out, self.conv_out = nn.GroupNorm(groups, cin), nn.Conv2d(cin, in_ch, 3, padding=1)
-        self.c0, self.full_ckpt = c0, checkpointing == "full"
+        Conv = nn.Conv3d if dims == 3 else nn.Conv2d
+        BN = nn.BatchNorm3d if dims == 3 else nn.BatchNorm2d
+        Up = nn.ConvTranspose3d if dims == 3 else nn.ConvTranspose2d
+        self.pool = nn.MaxPool3d(2) if dims == 3 else nn.MaxPool2d(2)
 
-    def _run(self, blk, x, t):
+        def double(cin, c):
+            return nn.Sequential(Conv(cin, c, 3, padding=1, bias=False), BN(c), nn.ReLU(inplace=True),
+                                 Conv(c, c, 3, padding=1, bias=False), BN(c), nn.ReLU(inplace=True))
+        self.down, cin = nn.ModuleList(), in_ch
+        for c in channels:
+            self.down.append(double(cin, c))
+            cin = c
+        self.ups, self.up = nn.ModuleList(), nn.ModuleList()
+        for c in reversed(channels[:-1]):
+            self.ups.append(Up(cin, c, 2, stride=2))
+            self.up.append(double(2 * c, c))
+            cin = c
+        self.out = Conv(cin, out_ch, 1)
+        self.full_ckpt = checkpointing == "full"
+
+    def _run(self, blk, x):
         if self.full_ckpt and self.training and torch.is_grad_enabled():
-            return checkpoint(blk, x, t, use_reentrant=False)
-        return blk(x, t)
+            return checkpoint(blk, x, use_reentrant=False)
+        return blk(x)
 
-    def forward(self, x, timesteps):
-        half = self.c0 // 2
-        f = torch.exp(-math.log(10000) * torch.arange(half, device=x.device).float() / half)
-        e = timesteps.float()[:, None] * f[None]
-        t = self.t_embed(torch.cat([e.sin(), e.cos()], dim=-1))
-        h = self.conv_in(x)
-        hs = [h]
-        for blocks, ds in zip(self.down, self.downsample):
-            for blk in blocks:
-                h = self._run(blk, h, t)
-                hs.append(h)
-            if not isinstance(ds, nn.Identity):
-                h = ds(h)
-                hs.append(h)
-        for blk in self.mid:
-            h = self._run(blk, h, t)
-        for blocks, us in zip(self.up, self.upsample):
-            for blk in blocks:
-                h = self._run(blk, torch.cat([h, hs.pop()], dim=1), t)
-            if not isinstance(us, nn.Identity):
-                h = us(F.interpolate(h, scale_factor=2.0, mode="nearest"))
-        return self.conv_out(F.silu(self.norm_out(h)))
+    def forward(self, x):
+        skips = []
+        for i, blk in enumerate(self.down):
+            x = self._run(blk, self.pool(x) if i else x)
+            skips.append(x)
+        for up, blk, skip in zip(self.ups, self.up, reversed(skips[:-1])):
+            x = self._run(blk, torch.cat([skip, up(x)], dim=1))
+        return self.out(x)
 
 
 # ----------------------------------------------------------------------------- LoRA
@@ -586,6 +601,6 @@ def apply_lora(model: nn.Module, rank=8, alpha=16, targets=("q_proj", "v_proj"))
     for mod in list(model.modules()):
         for child_name, child in list(mod.named_children()):
             if isinstance(child, nn.Linear) and child_name in names:
-                setattr(mod, child_name, LoraLinear(child, rank, alpha).to(child.weight.dtype))
+                setattr(mod, child_name, LoraLinear(child, rank, alpha))
                 n += 1
     return n

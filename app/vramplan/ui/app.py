@@ -52,10 +52,10 @@ class App(W.VBox):
         wanted = gpu if gpu is not None else query_params().get("gpu")
         initial, notice = self._resolve(wanted)
 
-        self.notice = W.HTML(notice)
+        self.notice = W.HTML(notice, layout=W.Layout(display="" if notice else "none"))
         self.picker = GpuPicker(self.db, initial)
         self.card = DeviceCard()
-        self.chart = ChartPanel(self._chart_spec, title="All GPUs: capacity vs bandwidth")
+        self.chart = ChartPanel(self._chart_spec)
         self.url = UrlState(gpu=initial or "")
 
         header = W.HTML(
@@ -63,7 +63,7 @@ class App(W.VBox):
             "<div class='vp-tagline'>GPU memory capacity planner · pick a GPU to see its "
             f"memory, bandwidth and sources</div><div class='vp-hint' style='margin-left:auto'>"
             f"v{html.escape(__version__)}</div></div>")
-        self.controls = W.VBox([self.picker], layout=W.Layout(flex="0 0 330px", width="330px"))
+        self.controls = W.VBox([self.picker], layout=W.Layout(flex="0 0 350px", width="350px"))
         self.controls.add_class("vp-controls")
         self.results = W.VBox([self.notice, self.card, self.chart],
                               layout=W.Layout(flex="1 1 auto", min_width="0"))
@@ -118,6 +118,7 @@ class App(W.VBox):
 
     def _on_gpu(self, change) -> None:
         self.notice.value = ""
+        self.notice.layout.display = "none"
         self.url.gpu = change["new"] or ""
         self._show_device()
         self.chart.refresh()

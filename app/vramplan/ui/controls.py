@@ -44,14 +44,11 @@ class GpuPicker(W.VBox):
         self.search = W.Text(placeholder="Search name, id or alias (e.g. H100, MI300)",
                              continuous_update=True)
         self.vendor = W.Dropdown(options=[("All vendors", "")] + [(v, v) for v in vendors],
-                                 value="", description="Vendor",
-                                 layout=W.Layout(width="100%"),
-                                 style={"description_width": "52px"})
+                                 value="", description="Vendor")
         self.min_memory = W.Text(placeholder="e.g. 80 GiB", description="Min memory",
-                                 continuous_update=False, style={"description_width": "initial"})
+                                 continuous_update=False)
         self.min_bandwidth = W.Text(placeholder="e.g. 2 TB/s", description="Min bandwidth",
-                                    continuous_update=False,
-                                    style={"description_width": "initial"})
+                                    continuous_update=False)
         self.min_memory.layout = W.Layout(width="100%")
         self.min_bandwidth.layout = W.Layout(width="100%")
         self.message = W.HTML()
@@ -135,10 +132,14 @@ class GpuPicker(W.VBox):
 
     @staticmethod
     def label(device) -> str:
+        """'H100 SXM5 80GB · 80 GiB · 3.35 TB/s' (the vendor prefix is the filter's job)."""
+        name = device.name
+        if name.lower().startswith(device.vendor.lower() + " "):
+            name = name[len(device.vendor) + 1:]
         gib = device.memory_bytes / 2**30
         bw = device.bandwidth_gbs
         rate = f"{bw / 1000:.2f} TB/s" if bw >= 1000 else f"{bw:.0f} GB/s"
-        return f"{device.name}  ·  {gib:.0f} GiB  ·  {rate}"
+        return f"{name} · {gib:.0f} GiB · {rate}"
 
     # -- widgets -> state
     def _on_filter(self, change):

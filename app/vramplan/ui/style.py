@@ -9,7 +9,8 @@ FONT = ("-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, 'Helvetica Neue'
         "sans-serif")
 
 CSS = f"""
-body[data-voila] {{ background: #f3f4f6; }}
+body[data-voila] {{ background: #f3f4f6; padding: 0; }}
+body[data-voila] .jp-Notebook {{ padding: 0; }}
 body[data-voila] #rendered_cells > div {{ padding: 0; }}
 body[data-voila] .jp-Cell {{ padding: 0; }}
 body[data-voila] .jp-OutputArea-output {{ padding: 0; }}
@@ -18,7 +19,10 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
 .vp-app {{ font-family: {FONT}; color: #1f2937; font-size: 13px; gap: 0;
           max-width: 1440px; margin: 0 auto; padding: 14px 20px 28px; box-sizing: border-box; }}
 .vp-app * {{ box-sizing: border-box; }}
-.vp-app .widget-html, .vp-app .widget-html-content {{ font-family: {FONT}; }}
+.vp-app .widget-html, .vp-app .widget-html-content {{ font-family: {FONT}; line-height: 1.45;
+    height: auto; align-self: stretch; }}
+.vp-app .widget-html {{ margin: 0; }}
+.vp-app .widget-inline-hbox .widget-label {{ width: 92px; min-width: 92px; }}
 .vp-app .widget-label, .vp-app input, .vp-app select, .vp-app button {{ font-family: {FONT}; }}
 
 .vp-header {{ display: flex; align-items: baseline; gap: 12px; padding: 4px 2px 12px; }}
@@ -27,7 +31,7 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
 .vp-header .vp-tagline {{ color: #6b7280; font-size: 13px; }}
 
 .vp-body {{ gap: 16px; align-items: flex-start; }}
-.vp-controls {{ flex: 0 0 330px; gap: 12px; }}
+.vp-controls {{ flex: 0 0 350px; gap: 12px; }}
 .vp-results {{ flex: 1 1 auto; min-width: 0; gap: 12px; }}
 
 .vp-section {{ background: #ffffff; border: 1px solid #e5e7eb; border-radius: 10px;
@@ -35,8 +39,8 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
 .vp-section-title {{ font-size: 11px; font-weight: 650; text-transform: uppercase;
                     letter-spacing: .06em; color: #6b7280; margin: 0 0 2px; }}
 .vp-section .widget-text input, .vp-section select {{ border-radius: 6px; }}
-.vp-section .widget-text, .vp-section .widget-select, .vp-section .widget-toggle-buttons {{
-    width: 100%; margin: 2px 0; }}
+.vp-section .widget-text, .vp-section .widget-select, .vp-section .widget-dropdown,
+.vp-section .widget-toggle-buttons {{ width: 100%; margin: 2px 0; }}
 .vp-section .widget-label {{ color: #374151; }}
 .vp-section .widget-select select {{ font-size: 12.5px; padding: 2px 0; }}
 .vp-section .widget-toggle-buttons .widget-toggle-button {{ font-size: 12px; }}

@@ -103,6 +103,10 @@ def faster_rcnn_heads(g: Graph, feats: list, cfg: dict) -> list:
         losses.append(g.copy(g.cat([cls, reg]), name="permute_flatten"))
         anchors += a * f.spatial[0] * f.spatial[1]
     g.param_split["matmul"] -= (len(feats) - 1) * (9 * ch * ch + ch + (ch + 1) * 5 * a)
+    # MaxIoUAssigner on the GPU, one image at a time: bbox_overlaps builds lt, rb, wh
+    # ([gts, anchors, 2] fp32 each) plus overlap / union / iou maps: ~36 B per gt-anchor pair,
+    # live at the RPN loss on top of everything the forward saved
+    g.transient = 36 * cfg.get("gt_boxes_max", 93) * anchors
     # anchors (4 fp32), labels (int64), label / box weights and targets (9 fp32) per anchor
     losses.append(g.custom("anchor_targets", [], (anchors * 12,), out_dtype="f32"))
     losses.append(g.custom("anchor_labels", [], (anchors,), out_dtype="i64"))

@@ -82,10 +82,16 @@ class Graph:
         self.ops: list[Op] = []
         self.tensors: list[T] = []
         self.frozen = False          # builders set this around frozen stages
+        self.batch1 = False          # batch of one: some layout copies are no-ops
         self.param_split: dict[str, int] = {"matmul": 0, "norm": 0, "other": 0}
         self.frozen_params = 0
         self.buffers = 0             # BN running statistics (not parameters, still weights)
+        self.largest_param = 0       # elements of the biggest single parameter op
+        self.transient = 0           # a one-off workspace at the loss (bytes, not per sample)
+        self.loss_fp32 = False       # losses see fp32 logits (autocast, mmcv force_fp32)
         self._storage = 0
+        self.blocks: list[tuple[int, int]] = []   # [start, end) op ranges a checkpoint can wrap
+        self._bstart = 0
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _new(self, shape, dtype=None, batched=True, like: T | None = None) -> T:
@@ -97,6 +103,13 @@ class Graph:
             t.storage = self._storage
         self.tensors.append(t)
         return t
+
+    def begin_block(self) -> None:
+        """Mark the start of a block (the unit activation checkpointing wraps)."""
+        self._bstart = len(self.ops)
+
+    def end_block(self) -> None:
+        self.blocks.append((self._bstart, len(self.ops)))
 
     def input(self, shape, dtype=None) -> T:
         t = self._new(shape, dtype)
@@ -118,6 +131,7 @@ class Graph:
             for t in saves:
                 t.savers.append(idx)
         if params:
+            self.largest_param = max(self.largest_param, params)
             if self.frozen:
                 self.frozen_params += params
             self.param_split[group] += params
@@ -293,11 +307,11 @@ class Graph:
             out.savers.append(out.producer)
         return out
 
-    def sdpa(self, q: T, k: T, v: T, heads: int) -> T:
+    def sdpa(self, q: T, k: T, v: T, heads: int, out_shape=None) -> T:
         """Fused attention (flash / memory-efficient): saves q, k, v, the output and a
         per-row fp32 log-sum-exp; never the n x n scores."""
         qi, ki, vi = self._lowp(q), self._lowp(k), self._lowp(v)
-        out = self._op("sdpa", [qi, ki, vi], qi.shape, out_dtype=qi.dtype,
+        out = self._op("sdpa", [qi, ki, vi], out_shape or qi.shape, out_dtype=qi.dtype,
                        saves=[qi, ki, vi], kind="attention")
         if out.requires_grad:
             out.savers.append(out.producer)
@@ -317,22 +331,50 @@ class Graph:
                         saves=saves)
 
     # --- analysis ----------------------------------------------------------------------------
-    def curves(self, outputs: list | None = None) -> "Curves":
+    def _effective_savers(self, checkpoint: bool) -> tuple[dict, dict]:
+        """Savers per tensor; with `checkpoint` (torch.utils.checkpoint around every block),
+        tensors saved only inside a block are dropped from the forward and come back, per
+        block, when backward recomputes it; the block's inputs are what it saves."""
+        savers = {id(t): list(t.savers) for t in self.tensors}
+        recompute: dict[int, tuple[int, int]] = {}
+        if not checkpoint or not self.blocks:
+            return savers, recompute
+        where = {}
+        for b, (s, e) in enumerate(self.blocks):
+            for i in range(s, e):
+                where[i] = b
+        for t in self.tensors:
+            sv = savers[id(t)]
+            if sv and all(i in where for i in sv) and t.producer in where and \
+                    all(where[i] == where[t.producer] for i in sv):
+                recompute[id(t)] = self.blocks[where[t.producer]]
+                savers[id(t)] = []
+        for s, e in self.blocks:             # block inputs: produced before, consumed inside
+            for t in self.tensors:
+                if t.producer < s and any(s <= c < e for c in t.consumers) and (
+                        t.requires_grad or t.producer >= 0):
+                    savers[id(t)] = savers[id(t)] + [s]
+        return savers, recompute
+
+    def curves(self, outputs: list | None = None, checkpoint: bool = False) -> "Curves":
         """Liveness curves over the step, split in per-sample and batch-independent bytes."""
         import numpy as np
         n = len(self.ops)
         outs = set(id(t) for t in (outputs or []))
+        savers, recompute = self._effective_savers(checkpoint and self.training)
         # per storage: [per-sample bytes, const bytes, first producer, last use, backward free]
         st: dict[int, list] = {}
         for t in self.tensors:
             b = t.numel * DTYPE_BYTES[t.dtype]
             last = max(t.consumers) if t.consumers else (n if id(t) in outs else t.producer)
+            if not t.batched or id(t) in outs:   # autocast weight cache: until forward ends
+                last = n
             s = st.setdefault(t.storage, [0, 0, 10 ** 9, -1, n + 1])
             s[0 if t.batched else 1] = max(s[0 if t.batched else 1], b)
             s[2] = min(s[2], max(t.producer, 0))
             s[3] = max(s[3], min(last, n))
-            if t.savers and self.training:
-                s[4] = min(s[4], min(t.savers))
+            if savers[id(t)] and self.training:
+                s[4] = min(s[4], min(savers[id(t)]))
         z = lambda: np.zeros((2, n + 2))  # noqa: E731  rows: per-sample, constant
         fwd, inf, bwd, grd = z(), z(), z(), z()
         saved = np.zeros(2)
@@ -349,6 +391,15 @@ class Graph:
             else:
                 fwd[:, lo] += v
                 fwd[:, end + 1] -= v
+        seen = set()
+        for t in self.tensors:              # recomputed block internals, during its backward
+            if id(t) in recompute and t.storage not in seen:
+                seen.add(t.storage)
+                bs, be = recompute[id(t)]
+                v = np.array([t.numel * DTYPE_BYTES[t.dtype], 0]) if t.batched else \
+                    np.array([0, t.numel * DTYPE_BYTES[t.dtype]])
+                bwd[:, bs] += v
+                bwd[:, be] -= v
         for t in self.tensors:
             if self.training and t.requires_grad and t.producer >= 0:
                 hi = n - 1 if (id(t) in outs or not t.consumers) else min(max(t.consumers), n - 1)

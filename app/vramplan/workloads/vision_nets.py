@@ -43,6 +43,7 @@ def resnet(g: Graph, x: T, cfg: dict) -> list:
         for bi in range(n):
             s = strides[si] if bi == 0 else 1
             d = dils[si]
+            g.begin_block()
             idn = x
             if bottleneck:
                 y = conv_bn(g, x, w, 1, 1)
@@ -54,6 +55,7 @@ def resnet(g: Graph, x: T, cfg: dict) -> list:
             if bi == 0 and (s != 1 or x.c != w * exp):
                 idn = conv_bn(g, x, w * exp, 1, s, relu=False)
             x = g.relu(g.add(y, idn))
+            g.end_block()
         outs.append(x)
     g.frozen = False
     return outs
@@ -72,12 +74,14 @@ def convnext(g: Graph, x: T, cfg: dict) -> list:
             x = g.conv(x, d, 2, 2, pad=0, bias=True)
         for _ in range(n):
             p = cfg.get("drop_path", 0.1) * k / max(total - 1, 1)
+            g.begin_block()
             y = g.conv(x, d, 7, 1, groups=d, bias=True)
             y = g.ln(g.copy(y, y.spatial + (d,)))
             y = g.linear(y, 4 * d)
             y = g.linear(g.act(y, "gelu"), d)
             y = g.copy(g.scale(y), x.shape)
             x = g.add(g.drop_path(y, p), x)
+            g.end_block()
             k += 1
         outs.append(x)
     return outs
@@ -118,8 +122,10 @@ def efficientnet(g: Graph, x: T, cfg: dict) -> list:
     k, outs = 0, []
     for e, ks, s, _, cout, n in table:
         for i in range(int(math.ceil(n * dm))):
+            g.begin_block()
             x = _se_mbconv(g, x, ch(cout), e, ks, s if i == 0 else 1,
                            cfg.get("drop_path", 0.2) * k / total)
+            g.end_block()
             k += 1
         outs.append(x)
     x = g.act(g.bn(g.conv(x, 4 * ch(320), 1)), "silu")
@@ -135,17 +141,22 @@ def unet(g: Graph, x: T, cfg: dict) -> list:
     for i, c in enumerate(chans):
         if i:
             x = g.maxpool(x, 2, 2, 0)
+        g.begin_block()
         x = conv_bn(g, conv_bn(g, x, c, 3, 1), c, 3, 1)
+        g.end_block()
         skips.append(x)
     for c, skip in zip(reversed(chans[:-1]), reversed(skips[:-1])):
         x = g.conv(x, c, 2, 2, pad=0, bias=True, transpose=True)
+        g.begin_block()
         x = g.cat([skip, x])
         x = conv_bn(g, conv_bn(g, x, c, 3, 1), c, 3, 1)
+        g.end_block()
     return [g.conv(x, cfg.get("out_channels", 2), 1, bias=True)]
 
 
 # --- transformers ------------------------------------------------------------------------------
-def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False) -> T:
+def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False,
+              k_bias=True) -> T:
     """Multi-head self-attention on tokens x (n, d).
 
     style 'torch': nn.MultiheadAttention (torchvision, mmcv): packed in_proj, q/k/v views of one
@@ -159,7 +170,7 @@ def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False)
         q = k = v = qkv
         qs = (n, d)
     else:
-        q, k, v = g.linear(x, d), g.linear(x, d), g.linear(x, d)
+        q, k, v = g.linear(x, d), g.linear(x, d, bias=k_bias), g.linear(x, d)
         qs = (n, d)
     if mode == "eager":
         if style == "torch":
@@ -172,8 +183,11 @@ def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False)
         p = g.softmax(s)
         o = g.matmul(p, v, qs)
     else:
-        o = g.sdpa(q, k, v, heads)
-    o = g.copy(o, (n, d))                                  # transpose(...).contiguous()
+        o = g.sdpa(q, k, v, heads, qs)
+    # transpose(...).contiguous(): the fused kernels already write (batch, n, heads, hd), so
+    # nn.MultiheadAttention's permute to (n, batch, ...) copies only when batch > 1
+    if not (mode != "eager" and style == "torch" and g.batch1):
+        o = g.copy(o, (n, d))
     return g.linear(o, d)
 
 
@@ -181,7 +195,8 @@ def vit_block(g: Graph, x: T, cfg: dict, mode: str, p_drop: float) -> T:
     d, heads = x.shape[-1], cfg["heads"]
     style = cfg.get("attn_style", "torch")
     scale = cfg.get("layer_scale", False)
-    y = attention(g, g.ln(x), heads, mode, style, rel_bias=cfg.get("rel_pos_bias", False))
+    y = attention(g, g.ln(x), heads, mode, style, rel_bias=cfg.get("rel_pos_bias", False),
+                  k_bias=cfg.get("k_bias", True))
     if scale:
         y = g.scale(y)
     x = g.add(x, g.drop_path(y, p_drop))
@@ -210,11 +225,13 @@ def vit(g: Graph, x: T, cfg: dict, mode: str) -> tuple:
     feats, L = [], cfg["layers"]
     outs_at = set(cfg.get("out_indices", []))
     for i in range(L):
+        g.begin_block()
         tok = vit_block(g, tok, cfg, mode, cfg.get("drop_path", 0.0) * i / max(L - 1, 1))
+        g.end_block()
+        if i == L - 1 and cfg.get("final_norm", True):
+            tok = g.ln(tok)
         if i in outs_at:
             feats.append(g.copy(tok, (d, gh, gw), "to_map"))  # x[:, 1:].reshape().permute()
-    if cfg.get("final_norm", True):
-        tok = g.ln(tok)
     return tok, feats
 
 
@@ -236,6 +253,7 @@ def swin(g: Graph, x: T, cfg: dict, mode: str) -> T:
         nwin = math.ceil(h / ww) * math.ceil(w / ww)
         for bi in range(n):
             pd = cfg.get("drop_path", 0.1) * k / max(total - 1, 1)
+            g.begin_block()
             y = g.ln(tok)
             if bi % 2 and min(h, w) > win:
                 y = g.copy(y, name="roll")
@@ -247,6 +265,7 @@ def swin(g: Graph, x: T, cfg: dict, mode: str) -> T:
             tok = g.add(tok, g.drop_path(y, pd))
             y = g.linear(g.act(g.linear(g.ln(tok), 4 * c), "gelu"), c)
             tok = g.add(tok, g.drop_path(y, pd))
+            g.end_block()
             k += 1
         # relative position bias table per block
         g.param(((2 * ww - 1) ** 2) * heads * n)
@@ -261,16 +280,18 @@ def _window_attn(g: Graph, x: T, heads: int, nwin: int, wt: int, mode: str) -> T
         s = g.copy(g.copy(s, name="div"), name="add_bias")
         o = g.matmul(g.softmax(s), v, (n, c))
     else:
-        o = g.sdpa(q, k, v, heads)
+        o = g.sdpa(q, k, v, heads, (n, c))
     return g.linear(g.copy(o, (n, c)), c)
 
 
-def classifier(g: Graph, x: T, classes: int, tokens=False, pool="cls") -> T:
+def classifier(g: Graph, x: T, classes: int, tokens=False, pool="cls", ln_after=True) -> T:
     """Global pool (CNN) or class token / mean (ViT) -> Linear."""
     if tokens:
-        f = g.copy(x, (x.shape[-1],), "select")
-        if pool == "mean":           # BEiT / Swin: mean over tokens, then LayerNorm
-            f = g.ln(f)
+        if pool == "mean":           # BEiT / Swin: mean over tokens (then LayerNorm for BEiT)
+            f = g.copy(x, (x.shape[-1],), "mean")
+            f = g.ln(f) if ln_after else f
+        else:                        # x[:, 0] is a view: the head keeps the whole storage
+            f = g.view(x, (x.shape[-1],))
     else:
         f = g.view(g.pool(x, 1), (x.c,))
     return g.linear(f, classes)

@@ -1,0 +1,127 @@
+"""`vramplan gpus` (list / filter the hardware database) and `vramplan gpu ID` (one device)."""
+from __future__ import annotations
+
+from ..hardware import Device, default_db
+from ..units import GiB, format_bytes, parse_bytes, parse_rate
+from ._output import add_format_arg, dump_json, emit, table, to_csv
+
+LIST_HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs",
+                "bf16_tflops", "fp8_tflops", "tdp_w"]
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("gpus", help="list accelerators in the hardware database",
+                              description="List accelerators, optionally filtered. Memory is the "
+                                          "vendor's nominal capacity; bandwidth is decimal GB/s.")
+    p.add_argument("--vendor", help="NVIDIA, AMD, Intel, Google or Apple (case-insensitive)")
+    p.add_argument("--min-memory", metavar="SIZE", help="at least this much memory, e.g. 40GiB")
+    p.add_argument("--min-bandwidth", metavar="RATE", help="at least this bandwidth, e.g. '2 TB/s'")
+    p.add_argument("--systems", action="store_true", help="list multi-GPU systems instead")
+    add_format_arg(p)
+    p.set_defaults(func=run_list)
+
+    g = subparsers.add_parser("gpu", help="show one accelerator and its sources",
+                              description="Show one accelerator by id, alias or NVML name.")
+    g.add_argument("id", help="id, alias or NVML name, e.g. nvidia-a100-sxm4-80gb or 'NVIDIA H100 80GB HBM3'")
+    add_format_arg(g, choices=("table", "json"))
+    g.set_defaults(func=run_one)
+
+
+def _row(d: Device) -> list:
+    usable = round(d.usable_memory_bytes / GiB, 1) if d.usable_memory_bytes else None
+    return [d.id, d.name, round(d.memory_bytes / GiB, 1), usable, d.memory_type,
+            d.bandwidth_gbs, d.throughput.get("bf16"), d.throughput.get("fp8"), d.tdp_w]
+
+
+def run_list(args) -> int:
+    db = default_db()
+    if args.systems:
+        return _systems(db, args.format)
+    # parse here so a bad value is a clear error (UnitError -> exit 2) before filtering
+    min_mem = parse_bytes(args.min_memory) if args.min_memory is not None else None
+    min_bw = parse_rate(args.min_bandwidth) if args.min_bandwidth is not None else None
+    devices = db.filter(vendor=args.vendor, min_memory=min_mem, min_bandwidth=min_bw)
+    if args.format == "json":
+        emit(dump_json([d.to_dict() for d in devices]))
+    elif args.format == "csv":
+        emit(to_csv([_row(d) for d in devices], LIST_HEADERS))
+    else:
+        emit(table([_row(d) for d in devices], LIST_HEADERS, align="llrrlrrrr"))
+        emit(f"{len(devices)} of {len(db)} devices")
+    return 0
+
+
+def _systems(db, fmt: str) -> int:
+    headers = ["id", "name", "gpu", "gpus", "per_node", "link", "link_gbs_per_direction"]
+    rows = [[s.id, s.name, s.gpu, s.gpu_count, s.gpus_per_node, s.link, s.link_gbs_per_direction]
+            for s in db.systems]
+    if fmt == "json":
+        emit(dump_json([s.to_dict() for s in db.systems]))
+    elif fmt == "csv":
+        emit(to_csv(rows, headers))
+    else:
+        emit(table(rows, headers, align="lllrrlr"))
+    return 0
+
+
+def run_one(args) -> int:
+    d = default_db().get(args.id)
+    if args.format == "json":
+        emit(dump_json(d.to_dict()))
+        return 0
+    emit(describe(d))
+    return 0
+
+
+def describe(d: Device) -> str:
+    """A readable multi-line summary of one device, ending with its sources."""
+    lines = [f"{d.name}  ({d.id})", ""]
+
+    def kv(key, value):
+        if value not in (None, "", {}, []):
+            lines.append(f"  {key:<22} {value}")
+    kv("vendor", d.vendor)
+    kv("architecture", f"{d.architecture}" + (f" ({d.chip})" if d.chip else ""))
+    kv("compute capability", d.compute_capability)
+    kv("year / form factor", f"{d.year} / {d.form_factor}")
+    kv("memory", f"{format_bytes(d.memory_bytes)} {d.memory_type} ({d.memory_bytes} bytes)"
+       + (" unified" if d.unified_memory else ""))
+    if d.usable_memory_bytes:
+        kv("usable (driver)", f"{format_bytes(d.usable_memory_bytes, 'MiB', 0)} "
+                              f"({d.usable_memory_bytes} bytes)")
+    bus = f"{d.bus_width_bits}-bit" if d.bus_width_bits else "bus ?"
+    rate = f"{d.data_rate_gbps} Gbps/pin" if d.data_rate_gbps else "rate ?"
+    kv("bandwidth", f"{d.bandwidth_gbs:g} GB/s ({bus} x {rate})")
+    kv("bandwidth note", d.bandwidth_note)
+    kv("achievable fraction", f"{d.achievable_bandwidth_fraction:g}"
+       + (f"  [{d.achievable_bandwidth_note}]" if d.achievable_bandwidth_note else ""))
+    h = d.hierarchy
+    if h:
+        kv("compute units", f"{h.get('compute_units')} {h.get('compute_unit_kind', '')}".strip())
+        kv("per unit", ", ".join(f"{k.replace('_kib_per_unit', '')} {v:g} KiB" for k, v in h.items()
+                                if k.endswith("_kib_per_unit")))
+        kv("caches", ", ".join(f"{k[:-4].upper()} {v:g} MiB" for k, v in h.items()
+                              if k.endswith("_mib")) + (f" ({h['llc_kind']})" if "llc_kind" in h else ""))
+    if d.throughput:
+        kv("dense TFLOPS/TOPS", ", ".join(f"{k} {v:g}" for k, v in d.throughput.items()))
+    if d.sparse_throughput:
+        kv("sparse (2:4)", ", ".join(f"{k} {v:g}" for k, v in d.sparse_throughput.items()))
+    ic = d.interconnect
+    if ic.get("scaleup"):
+        bw = ic.get("scaleup_gbs_per_direction")
+        kv("scale-up", ic["scaleup"] + (f", {bw:g} GB/s per direction" if bw else ""))
+    if ic.get("host_link"):
+        kv("host link", ic["host_link"])
+    if ic.get("pcie_gen"):
+        kv("PCIe", f"Gen{ic['pcie_gen']} x{ic.get('pcie_lanes', '?')}")
+    kv("TDP", f"{d.tdp_w} W" if d.tdp_w else None)
+    kv("aliases", ", ".join(d.aliases))
+    kv("note", d.note)
+    lines += ["", "Sources:"]
+    for s in d.sources:
+        lines.append(f"  [{s.id}] {s.title}" + (f" ({s.doc})" if s.doc else ""))
+        if s.url:
+            lines.append(f"      {s.url}")
+    for fname, ids in d.field_sources.items():
+        lines.append(f"  {fname}: " + ", ".join(ids))
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""From live tensors to what the GPU shows: allocator rounding and slack, CUDA context, NCCL.
+
+reserved  = allocated + allocator_slack      (torch.cuda.max_memory_reserved)
+device    = reserved + cuda_context + other non-torch memory (NCCL, CUDA graphs, paged states)
+Workloads with allocator 'driver' (no caching allocator) have reserved == allocated.
+"""
+from __future__ import annotations
+
+MiB, GiB = 2**20, 2**30
+_SMALL = 1 * MiB          # requests <= 1 MiB come from 2 MiB segments (small pool)
+_MIN_LARGE = 10 * MiB     # 1-10 MiB requests come from 20 MiB segments
+_ROUND_LARGE = 2 * MiB    # larger requests: segments rounded up to 2 MiB
+# Fragmentation: activation and loss buffers are freed in backward order while gradients and
+# autograd temporaries of other sizes are carved from the same segments; the caching allocator
+# neither merges non-adjacent free blocks nor compacts, so part of the transient pool stays split.
+# 0.2 of the transient bytes is the reserved-minus-allocated gap of the published training runs
+# (HF BERT V100 A02/A03/A07 ~0.2-0.3, torchtitan F01 ~0.19, torchtune E02); one model-wide value,
+# expandable_segments cuts it ~10x (segments grow in place).
+FRAG = 0.20
+FRAG_EXPANDABLE = 0.02
+# Persistent tensors (weights, states) waste on average half a 2 MiB rounding step each; ~0.5%
+# of their bytes for the tensor sizes of real models (hundreds of tensors of 10-500 MiB).
+PERSIST_GRAIN = 0.005
+
+
+def round_request(n: int) -> int:
+    """PyTorch's block size for a request: multiples of 512 bytes."""
+    return max(512, -(-int(n) // 512) * 512)
+
+
+def segment_size(n: int) -> int:
+    """Size of the cudaMalloc segment the allocator creates for a request of n bytes."""
+    n = round_request(n)
+    if n <= _SMALL:
+        return 2 * MiB
+    if n < _MIN_LARGE:
+        return 20 * MiB
+    return -(-n // _ROUND_LARGE) * _ROUND_LARGE
+
+
+def transient_bytes(components: dict) -> int:
+    """Bytes allocated and freed every step (activations, loss buffers, temporaries)."""
+    persistent = {"weights", "gradients", "optimizer_states", "kv_cache"}
+    return int(sum(v for k, v in components.items() if k not in persistent))
+
+
+def allocator_slack(footprint, scenario=None) -> int:
+    """reserved - allocated at the peak, for PyTorch's caching allocator."""
+    if footprint.allocator != "torch":
+        return 0
+    comps = footprint.components
+    opts = set(getattr(scenario, "options", ()) or ())
+    frag = FRAG_EXPANDABLE if "expandable-segments" in opts else FRAG
+    largest = int(footprint.largest_allocation or 0)
+    rounding = segment_size(largest) - round_request(largest) if largest else 0
+    persistent = sum(comps.values()) - transient_bytes(comps)
+    return int(rounding + frag * transient_bytes(comps) + PERSIST_GRAIN * persistent)
+
+
+def reserved_bytes(footprint, scenario=None) -> int:
+    return footprint.peak_allocated_bytes + allocator_slack(footprint, scenario)
+
+
+def _cc(device) -> float | None:
+    try:
+        return float(device.compute_capability) if device and device.compute_capability else None
+    except (TypeError, ValueError):
+        return None
+
+
+def legacy_stack(scenario, device) -> bool:
+    """Assumed software era. Pre-Ampere GPUs (compute capability < 8.0) are assumed to run the
+    torch 1.x / CUDA 10-11 stacks they were benchmarked with: eager CUDA module loading, Adam as
+    a per-tensor loop, zero_grad() to zeros. Options 'legacy-stack' / 'modern-stack' override."""
+    opts = set(getattr(scenario, "options", ()) or ())
+    if "legacy-stack" in opts:
+        return True
+    if "modern-stack" in opts:
+        return False
+    cc = _cc(device)
+    return cc is not None and cc < 8.0
+
+
+# Max resident threads per SM by compute capability (CUDA programming guide, table 'Technical
+# Specifications per Compute Capability'): the context reserves a 1 KiB stack per thread.
+_THREADS_PER_SM = {"7.0": 2048, "7.2": 2048, "7.5": 1024, "8.0": 2048, "8.6": 1536, "8.7": 2048,
+                   "8.9": 1536, "9.0": 2048, "10.0": 2048, "12.0": 1536}
+_DRIVER_BASE = 200 * MiB        # driver + runtime state, page tables, printf/malloc heaps
+_MODULES_EAGER = 700 * MiB      # torch + cuBLAS/cuDNN kernel images loaded at init (CUDA < 11.7
+                                # or CUDA_MODULE_LOADING=EAGER); the A-cases measured 1343 MiB
+                                # on V100 with torch ~1.10, the B-notes 0.7-0.9 GiB on torch 1.4
+_MODULES_LAZY = 150 * MiB       # kernels loaded on first use (lazy loading, CUDA >= 11.7)
+_LIBS_LAZY = 512 * MiB          # cuBLAS/cuBLASLt kernels and workspaces once matmuls run
+                                # (vLLM logs non-torch 1.8 GiB on H100, HF/optimum ~1.3 GiB A100)
+
+
+def cuda_context_bytes(device, scenario=None) -> int:
+    """CUDA context + library memory outside PyTorch's allocator, by GPU generation and loading
+    mode (DESIGN: ~0.3-0.6 GiB with lazy module loading, more without)."""
+    if device is None or getattr(device, "vendor", "NVIDIA").lower() not in ("nvidia",):
+        return 0 if device is None else 256 * MiB  # ROCm/others: runtime context, unmeasured
+    cc = device.compute_capability or "8.0"
+    sms = device.compute_units or 108
+    local = sms * _THREADS_PER_SM.get(cc, 2048) * 1024
+    if legacy_stack(scenario, device):
+        return _DRIVER_BASE + local + _MODULES_EAGER
+    libs = _LIBS_LAZY if (scenario is None or getattr(scenario, "task", "") != "load") else 0
+    return _DRIVER_BASE + local + _MODULES_LAZY + libs
+
+
+def nccl_bytes(layout, device=None) -> int:
+    """NCCL buffers with several GPUs: 0.5 GiB per communicator; NVLink-SHARP (NVLS) buffers on
+    Hopper+ NVSwitch systems add ~1.25 GiB (vLLM TP2 on H100: non-torch +1.8 GiB)."""
+    from .parallel import nccl_bytes as base
+    n = base(layout)
+    arch = (getattr(device, "architecture", "") or "").lower()
+    if n and any(x in arch for x in ("hopper", "blackwell")) and layout.tensor > 1:
+        n += 1280 * MiB
+    return n
+
+
+def device_used_bytes(footprint, scenario, device, reserved: int | None = None) -> dict:
+    """Figures outside the allocator. Returns {'cuda_context', 'nccl', extras..., 'total'}."""
+    from .parallel import layout_of
+    reserved = reserved_bytes(footprint, scenario) if reserved is None else reserved
+    ctx = cuda_context_bytes(device, scenario)
+    layout = layout_of(getattr(scenario, "parallel", None))
+    nccl = nccl_bytes(layout, device)
+    extra = dict(footprint.extra_device_bytes)
+    total = reserved + ctx + nccl + sum(extra.values())
+    return {"cuda_context": ctx, "nccl": nccl, **extra, "total": int(total)}

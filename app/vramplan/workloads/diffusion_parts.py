@@ -1,0 +1,188 @@
+"""Live activation bytes of each diffusion pipeline component, walked op by op (inference).
+
+What: closed forms for the transient memory of one text-encoder forward, one denoiser step
+(U-Net or DiT/MMDiT) and one VAE decode, in bytes, from the catalog's component configs
+(`catalog/data/diffusion.json`). Why a walk and not a factor: the peak of a diffusion pipeline
+moves between phases with resolution, dtype and attention kernel (SD1.5 at 512 px peaks in the
+U-Net's eager attention scores; SDXL at 1024 px in the VAE decoder; CogVideoX in its 3-D VAE),
+so each phase is computed from the tensors diffusers keeps alive and the estimate takes the max.
+
+Conventions (diffusers eager code, no autograd):
+- A module's input stays alive while it runs (the caller holds it), so a ResnetBlock2D holds
+  x + GroupNorm(x) + SiLU(...) = 3 inputs' worth, and `(x + h) / scale` briefly needs 4.
+- Eager attention (AttnProcessor): `baddbmm` into an empty buffer, then softmax: 2 score
+  matrices live; the VAE's attention upcasts the softmax to fp32 (upcast_softmax=True).
+  SDPA/flash: no score matrix (the VAE's head_dim 512 runs the mem-efficient kernel).
+- cuDNN convolution workspace: assumed the size of the convolution's output (an NCHW <-> NHWC
+  transform); stated, not measured here.
+"""
+from __future__ import annotations
+
+import math
+
+# ---------------------------------------------------------------------------------------------
+# text encoders
+
+
+def text_encoder_bytes(cfg: dict, batch: int, tokens: int, e: int) -> int:
+    """One forward of a CLIP / T5 text encoder over `batch` prompts of `tokens` tokens."""
+    h, f, heads = cfg["hidden"], cfg["ffn"], cfg["heads"]
+    per_tok = 4 * h + (3 if cfg.get("gated") else 2) * f      # residual, norm, qkv, ffn (+gate)
+    act = batch * tokens * per_tok * e
+    # T5 (transformers) runs eager attention with an fp32 softmax + position bias: ~3 matrices
+    scores = batch * heads * tokens * tokens * (3 * 4 if cfg["kind"] == "t5-encoder" else 2 * e)
+    out = batch * tokens * h * e * 2                            # hidden states returned
+    return int(act + scores + out)
+
+
+# ---------------------------------------------------------------------------------------------
+# denoisers
+
+
+def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: int,
+              eager: bool) -> tuple[int, int]:
+    """(peak transient bytes, largest tensor) of one UNet2DConditionModel forward, batch b
+    (CFG already doubled). Peak over levels: skip connections held so far + the working set of
+    the block at that level (GEGLU feed-forward 18c per token, or eager attention scores)."""
+    chans, attn, heads = cfg["block_out_channels"], cfg["attention_levels"], cfg["heads"]
+    lpb = cfg.get("layers_per_block", 2)
+    skips, best, largest = 0, 0, 0
+    for lvl, c in enumerate(chans):
+        n = (lat_h >> lvl) * (lat_w >> lvl)
+        unit = b * n * c * e
+        skips += (lpb + (1 if lvl == 0 else 0)) * unit
+        if attn[lvl]:
+            scores = 2 * b * heads[lvl] * n * n * e if eager else 0
+            cross = 2 * b * heads[lvl] * n * text_tokens * e if eager else 0
+            work = 3 * unit + max(18 * unit, 5 * unit + scores, 5 * unit + cross)
+            largest = max(largest, b * heads[lvl] * n * n * e if eager else 8 * unit)
+        else:
+            work = 4 * unit + unit                              # resnet: x, norm, silu, conv
+            largest = max(largest, unit)
+        best = max(best, skips + work)
+        if lvl < len(chans) - 1:
+            skips += b * (n // 4) * c * e                       # downsampler output
+    latents = 6 * b * cfg.get("latent_channels", 4) * lat_h * lat_w * 4
+    return int(best + latents), int(largest)
+
+
+def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
+             eager: bool) -> tuple[int, int]:
+    """(peak transient bytes, largest tensor) of one DiT / MMDiT / FLUX / CogVideoX forward.
+    Per token of the attended sequence: residual + norm + q,k,v (+ their joint concatenation)
+    + fp32 RoPE copies + attention output, or the MLP's two ffn-wide tensors; FLUX's single
+    blocks run attention and MLP in parallel (6h + 3f)."""
+    h, f, heads = cfg["hidden"], cfg["ffn"], cfg["heads"]
+    joint = cfg.get("joint_text", False)
+    n = img_tokens + (text_tokens if joint else 0)
+    rope = (3 * h * 4 // e) if cfg.get("rope") else 0           # three fp32 copies of q (or k)
+    attn_phase = (2 + 3 + (3 if joint else 0) + 1) * h + rope
+    ff_phase = 4 * h + 2 * f
+    per_tok = max(attn_phase, ff_phase)
+    if cfg["kind"] == "flux":
+        per_tok = max(per_tok, 6 * h + 3 * f + rope)
+    act = b * n * per_tok * e
+    largest = b * n * max(f, 3 * h) * e
+    if eager:
+        scores = b * heads * n * n * e
+        act += 2 * scores
+        largest = max(largest, scores)
+    if cfg["kind"] == "dit-cross" and eager:
+        act += 2 * b * heads * img_tokens * text_tokens * e
+    stream = 2 * b * n * h * e                                  # hidden states between blocks
+    return int(act + stream), int(largest)
+
+
+# ---------------------------------------------------------------------------------------------
+# VAE decoders
+
+
+def _resnet(u_in: int, u_out: int, ws: bool = True) -> int:
+    """Peak of a diffusers ResnetBlock2D (input held by the caller)."""
+    a = 3 * u_in                                                # x, norm1, silu
+    b = 2 * u_in + u_out + (u_out if ws else 0)                 # conv1 (+ workspace)
+    c = u_in + 3 * u_out + (u_out if ws else 0)                 # norm2/silu/conv2
+    d = u_in + u_out + (u_out if u_in != u_out else 0) + 2 * u_out   # (x + h) / scale
+    return max(a, b, c, d)
+
+
+def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
+                 eager: bool) -> tuple[int, int, int]:
+    """(peak, largest tensor, staircase) of AutoencoderKL.decode for b images of out_h x out_w.
+    `staircase` sums the per-level peaks: the caching allocator keeps each level's segments, and
+    a level's blocks are too small for the next (4x larger) level, so reserved memory climbs."""
+    ds = cfg.get("downsample", 8)
+    lh, lw = max(1, out_h // ds), max(1, out_w // ds)
+    chs = list(reversed(cfg["block_out_channels"]))
+    lpb = cfg.get("layers_per_block", 2)
+    p0 = lh * lw
+    u = lambda c, p: b * p * c * e  # noqa: E731
+    # per resolution level: its peak (the mid block and attention sit at level 0; an upsampler
+    # belongs to the level it produces)
+    levels = [0] * len(chs)
+    levels[0] = _resnet(u(chs[0], p0), u(chs[0], p0))
+    largest = 0
+    if cfg.get("attention", True):
+        att = 8 * b * p0 * p0 if eager else 0                   # fp32 softmax: 2 fp32 matrices
+        levels[0] = max(levels[0], 4 * u(chs[0], p0) + att)
+        largest = b * p0 * p0 * 4 if eager else 0
+    for i, c_out in enumerate(chs):
+        c_in = chs[i - 1] if i else chs[0]
+        p = p0 * 4 ** i
+        pk = _resnet(u(c_in, p), u(c_out, p))
+        if lpb >= 1:
+            pk = max(pk, _resnet(u(c_out, p), u(c_out, p)))
+        if i == len(chs) - 1:
+            pk = max(pk, 3 * u(c_out, p))                       # norm_out, silu, conv_out
+        if i:                                                   # upsampler into this level
+            pk = max(pk, u(c_in, p // 4) + 3 * u(c_in, p))      # in, interp, conv, workspace
+        levels[i] = max(levels[i], pk)
+        largest = max(largest, u(c_in, p))
+    peak = max(levels)
+    return int(peak), int(largest), int(sum(levels))
+
+
+def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
+                 eager: bool) -> tuple[int, int, int]:
+    """(peak, largest, staircase) of AutoencoderKLCogVideoX.decode without tiling: latent
+    frames are decoded `frame_batch` at a time (the first chunk takes the odd one), each causal
+    3-D conv keeps its last 2 input frames in a cache for the next chunk, and the decoder's
+    spatial norm (GroupNorm(x) * conv_y(zq) + conv_b(zq)) holds ~6 copies of its input."""
+    tc = cfg.get("temporal_compression", 4)
+    ds = cfg.get("downsample", 8)
+    lat_f = (frames - 1) // tc + 1
+    fb = cfg.get("frame_batch", 2)
+    first = min(lat_f, fb + lat_f % fb)
+    chunks = [first] + ([fb] if lat_f > first else [])
+    chs = list(reversed(cfg["block_out_channels"]))
+    lpb = cfg.get("layers_per_block", 3) + 1
+    p0 = max(1, out_h // ds) * max(1, out_w // ds)
+    t_ups = int(round(math.log2(tc)))
+    peak, largest, stair = 0, 0, 0
+    cache_total = 0
+    for ci, k in enumerate(chunks):
+        f = k
+        cache_done = cache_total if ci else 0
+        stair_c = 0
+        for i, c_out in enumerate(chs):
+            c_in = chs[i - 1] if i else chs[0]
+            p = p0 * 4 ** i
+            u_in, u_out = b * f * p * c_in * e, b * f * p * c_out * e
+            res = max(6 * u_in, 2 * u_in + u_in * (f + 2) // f + 2 * u_out, u_in + 6 * u_out)
+            res2 = 6 * u_out
+            lvl_cache = 2 * b * p * e * (c_in + c_out + 2 * c_out * (lpb - 1))
+            level_peak = max(res, res2) + cache_done
+            peak = max(peak, level_peak)
+            largest = max(largest, u_in)
+            stair_c += max(res, res2)
+            if ci == 0:
+                cache_total += lvl_cache
+            cache_done += lvl_cache if ci == 0 else 0
+            if i < len(chs) - 1:
+                f2 = (1 + 2 * (f - 1) if f % 2 else 2 * f) if i < t_ups else f
+                up = u_out + 3 * b * f2 * 4 * p * c_out * e
+                peak = max(peak, up + cache_done)
+                f = f2
+        stair = max(stair, stair_c + cache_total)
+    out_video = b * frames * out_h * out_w * 3 * e
+    return int(peak + out_video), int(largest), int(stair + out_video)

@@ -1,0 +1,153 @@
+"""Saved activations of one transformer block, derived term by term from the kernels used.
+
+Units: bytes per token per hidden unit ("sbh" coefficients) for the linear terms and bytes per
+attention-score element (batch x heads x s x s) for the eager score term. With p = 2, dropout,
+no fp32 upcasts and eager attention this reproduces Korthikanti et al. 2022, sbh(34 + 5as/h);
+with p = 4 it gives sbh(66 + 9as/h) (DESIGN.md). Each term names the tensor autograd keeps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# HF modules whose eager attention runs softmax in fp32 for 16-bit inputs (softmax(..., dtype=
+# torch.float32) then a cast back): Llama-family, OPT (fp16), GPTBigCode, T5, BLOOM, Falcon,
+# NeoX. BERT/RoBERTa and GPT-2 (reorder_and_upcast_attn=False) keep the input dtype.
+_NO_UPCAST = {"bert", "roberta", "gpt2"}
+# Dropout in the reference configs (attention/hidden dropout 0.1): BERT, RoBERTa, GPT-2, OPT
+# (dropout 0.1, attention_dropout 0.0), T5 (dropout_rate 0.1). Llama-family configs have none.
+_DROPOUT_HIDDEN = {"bert", "roberta", "gpt2", "opt", "t5", "mt5", "gpt_bigcode"}
+_DROPOUT_ATTN = {"bert", "roberta", "gpt2", "t5", "mt5", "gpt_bigcode"}
+# OPT eager clamps masked scores with torch.max(scores, finfo.min): maximum() saves its 16-bit
+# input, one more score-sized tensor (transformers OPTAttention, 4.2x-4.4x).
+_SCORE_CLAMP = {"opt"}
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """What decides the saved bytes: dtypes, attention kernel, dropout, fusion."""
+    p: int            # activation bytes (2 or 4)
+    mixed: bool       # autocast: norms and softmax in fp32, fp32 residual stream
+    attention: str    # eager | sdpa | flash
+    dropout: bool     # training with the model's dropout active
+    compile: bool
+    float8: bool = False
+
+
+def upcasts_softmax(model_type: str) -> bool:
+    return model_type not in _NO_UPCAST
+
+
+def dropout_flags(model_type: str, training: bool) -> tuple[bool, bool]:
+    return (training and model_type in _DROPOUT_HIDDEN, training and model_type in _DROPOUT_ATTN)
+
+
+def _widths(arch) -> tuple[float, float, float]:
+    """(q width, k/v width, active MLP width) relative to hidden."""
+    h = arch.hidden
+    qr = arch.heads * arch.head_dim / h
+    kvr = arch.kv_heads * arch.head_dim / h
+    if arch.mla:
+        m = arch.mla
+        qr = arch.heads * (m["qk_nope_head_dim"] + m["qk_rope_head_dim"]) / h
+        kvr = qr
+    f = arch.ffn / h
+    if arch.is_moe:
+        f = (arch.experts_per_token + arch.shared_experts) * arch.moe_ffn / h
+        f += arch.shared_expert_ffn / h
+    return qr, kvr, f
+
+
+def score_bytes_saved(model_type: str, k: Kernels) -> float:
+    """Eager attention, training: bytes kept per score element. Softmax output in its dtype,
+    the 1-byte dropout mask, the dropped (or cast) probabilities the PV matmul saves, and OPT's
+    clamp input. Flash / SDPA: 0 (scores are recomputed in the backward kernel)."""
+    if k.attention != "eager":
+        return 0.0
+    _, attn_drop = dropout_flags(model_type, True) if k.dropout else (False, False)
+    sdt = 4 if (k.mixed or k.p == 4 or upcasts_softmax(model_type)) else k.p
+    b = sdt + (1 if attn_drop else 0)
+    if attn_drop or sdt != k.p:
+        b += k.p
+    if model_type in _SCORE_CLAMP:
+        b += k.p
+    return b
+
+
+def score_bytes_inference(model_type: str, p: int, mixed: bool) -> float:
+    """Eager attention under no_grad: one layer's scores (input dtype) and the softmax output
+    (fp32 where the model upcasts) are alive together."""
+    sdt = 4 if (mixed or p == 4 or upcasts_softmax(model_type)) else p
+    return (4 if p == 4 else p) + sdt
+
+
+def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[float, float]:
+    """(sbh coefficient, score coefficient) of the activations one block saves for backward.
+
+    `lora_inputs` (LoRA/QLoRA on a frozen base) says which linear inputs are kept: a frozen
+    linear needs only its weight for the input gradient, so its input is saved only when an
+    adapter on it needs it. Norm, activation-function and attention tensors stay (the gradient
+    flows through them)."""
+    p, r = k.p, (4 if (k.mixed or k.p == 4) else k.p)
+    hid_drop, _ = dropout_flags(arch.model_type, True) if k.dropout else (False, False)
+    qr, kvr, f = _widths(arch)
+    keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
+    lin = (1.0 if k.float8 else p)   # float8 linears save fp8 inputs (+ tiny scales)
+    lin_mixed = 2 if k.mixed else lin
+
+    def norm() -> float:
+        if k.compile:
+            return r                           # fused: input + rstd, output recomputed
+        if arch.norm == "rmsnorm":             # HF/torchtune RMSNorm: x.float() and the cast
+            return 4 + (4 if k.mixed else p)   # normed tensor feed the weight multiply
+        return r                               # fused layer_norm saves its input
+
+    c = 0.0
+    # attention block
+    c += norm()
+    c += lin_mixed if keep["qkv"] else 0       # q/k/v input (16-bit autocast copy under AMP)
+    if k.attention == "eager":
+        kv_eff = qr if arch.kv_heads < arch.heads else kvr   # HF repeat_kv before matmul
+        c += p * (qr + 2 * kv_eff)             # q, k for QK^T, v for PV
+        c += lin_mixed * qr if keep["o"] else 0   # context (contiguous copy) into o_proj
+    else:
+        kv_eff = kvr if k.attention == "flash" else (qr if arch.kv_heads < arch.heads else kvr)
+        c += p * (qr + 2 * kv_eff)             # q, k, v saved by the fused kernel
+        c += p * qr                            # kernel output (needed by its backward)
+        c += 4 * arch.heads / arch.hidden      # logsumexp, fp32 per head and token
+        if not k.compile and keep["o"]:
+            c += lin_mixed * qr                # transpose().contiguous() copy into o_proj
+    c += 1 if hid_drop else 0                  # dropout mask after attention
+    # MLP block
+    c += norm()
+    c += lin_mixed if keep["up"] else 0        # fc1 / gate+up input
+    if arch.gated_mlp:
+        c += p * f * (3 if k.compile else 4)   # gate, act(gate), up, product (act recomputed
+        if not keep["down"]:                   # when compiled); down input = product
+            c -= p * f
+    else:
+        c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
+        if not keep["down"] and not k.compile:
+            c -= p * f
+    if arch.is_moe:
+        c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
+    c += 1 if hid_drop else 0                  # dropout mask after MLP
+    return c, score_bytes_saved(arch.model_type, k)
+
+
+def selective_coeff(arch, k: Kernels) -> float:
+    """Op-level selective recomputation (torchtitan 'op' SAC; Megatron's selective is its special
+    case for eager attention): keep the block input, the outputs of every other matmul and the
+    attention kernel output; norms, activations and scores are recomputed."""
+    qr, kvr, f = _widths(arch)
+    r = 4 if k.mixed else k.p
+    outs = [qr, kvr, kvr, 1.0] + ([f, f, 1.0] if arch.gated_mlp else [f, 1.0])
+    return r + k.p * sum(outs[0::2]) + k.p * qr + 4 * arch.heads / arch.hidden
+
+
+def inference_coeff(arch, p: int) -> float:
+    """Forward under no_grad: the widest moment of one block (MLP: gate/up outputs, the product
+    and the residual), bytes per token per hidden unit. Earlier blocks' tensors are freed."""
+    qr, kvr, f = _widths(arch)
+    mlp = p * f * (3 if arch.gated_mlp else 2) + 2 * p
+    attn = p * (2 * qr + 2 * kvr) + 2 * p
+    return max(mlp, attn)

@@ -1,0 +1,282 @@
+"""Vision workloads: CNNs, ViT/DeiT/BEiT/Swin, U-Net, detection and segmentation.
+
+Memory comes from each model's layer structure at the requested resolution: the catalog config
+(`catalog/data/vision.json`) names the architecture and its sizes, `vision_nets` /
+`vision_heads` walk its layers on a `vision_layers.Graph`, and the graph's liveness curves give
+the activation bytes at the top of forward, during backward and at the optimizer step. Model
+states (weights, gradients, optimizer states) follow `precision.py` / `optimizers.py`.
+
+Framework conventions that change memory, chosen per catalog entry (`config.framework`):
+* ``torch`` (torchvision / timm / Hugging Face on PyTorch 2.x): `zero_grad(set_to_none=True)`,
+  so gradients appear during backward; Adam/AdamW/SGD `foreach` on CUDA; AMP is autocast
+  (fp32 parameters, 16-bit copies of conv/linear weights cached for the forward).
+* ``mmcv`` (mmdetection v2 / mmsegmentation v0 on PyTorch 1.x): `zero_grad()` zeroes gradients
+  in place, so they stay allocated through forward; per-tensor optimizer loops; `fp16-mixed` is
+  mmcv's fp16 hook: the model cast to fp16 except BatchNorm, an fp32 master copy of every
+  parameter with fp32 gradients, fp16 activations, losses in fp32.
+DDP (data > 1, ZeRO 0) adds its gradient buckets: a flat copy of the gradients.
+"""
+from __future__ import annotations
+
+import functools
+import json
+
+from ..errors import ScenarioError
+from .base import Footprint
+from . import register
+from .vision_layers import Graph
+from . import vision_nets as nets
+from . import vision_heads as heads
+
+FAMILIES = ("cnn", "vit", "detection", "segmentation", "unet")
+TASKS = ("train", "forward", "load")
+
+
+def _modes(precision: str, framework: str) -> dict:
+    """Activation dtype, autocast dtype and model-state bytes for a precision."""
+    if precision in ("fp32", "tf32"):
+        return dict(dt="f32", amp=None, w=4, g=4, master=0, mgrad=0, loss_fp32=False)
+    if precision in ("fp16", "bf16"):
+        d = "f16" if precision == "fp16" else "bf16"
+        return dict(dt=d, amp=None, w=2, g=2, master=0, mgrad=0, loss_fp32=False)
+    if precision in ("fp16-mixed", "bf16-mixed"):
+        d = "f16" if precision.startswith("fp16") else "bf16"
+        if framework == "mmcv":
+            return dict(dt=d, amp=None, w=2, g=2, master=4, mgrad=4, loss_fp32=True)
+        return dict(dt="f32", amp=d, w=4, g=4, master=0, mgrad=0, loss_fp32=True)
+    # quantised weight formats: inference only, 16-bit activations
+    return dict(dt="f16", amp=None, w=None, g=2, master=0, mgrad=0, loss_fp32=False)
+
+
+def _resolution(cfg: dict, res) -> tuple:
+    res = tuple(int(r) for r in (res or cfg.get("resolution", (224, 224))))
+    want = 3 if cfg.get("dims", 2) == 3 else 2
+    if len(res) != want:
+        raise ScenarioError("resolution", f"this model takes {want} dimensions "
+                                          f"({'d, h, w' if want == 3 else 'h, w'}), got {list(res)}")
+    stride = cfg.get("min_size", 32 if cfg["arch"] in ("resnet", "convnext", "swin") else 1)
+    if any(r < stride for r in res):
+        raise ScenarioError("resolution", f"at least {stride} per side for this model")
+    div = cfg.get("size_divisor")           # mmdet pads the batch to a multiple of 32
+    if div:
+        res = tuple(-(-r // div) * div for r in res)
+    return res
+
+
+def build(cfg: dict, res: tuple, dt: str, amp, training: bool, mode: str, loss_fp32: bool,
+          batch1: bool = False):
+    """Walk the network of `cfg` at `res`; returns (graph, tensors kept to the end)."""
+    return _build(json.dumps(cfg, sort_keys=True), res, dt, amp, training, mode, loss_fp32,
+                  batch1)
+
+
+@functools.lru_cache(maxsize=64)
+def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1):
+    cfg = json.loads(cfg_json)
+    g = Graph(dt=dt, amp=amp, training=training)
+    g.batch1 = batch1
+    g.loss_fp32 = loss_fp32
+    x0 = g.input((cfg.get("in_channels", 3),) + res, "f32" if (amp or dt == "f32") else dt)
+    keep = [x0]
+    if x0.dtype != dt and not amp:
+        x0 = g.copy(x0, name="to_half")
+    arch = cfg["arch"]
+    classes = cfg.get("num_classes", 1000)
+
+    def loss(logits):
+        if training:
+            keep.append(nets.cross_entropy(g, _loss_in(g, logits)))
+        else:
+            keep.append(logits)
+
+    if arch in ("resnet", "convnext", "efficientnet"):
+        fn = {"resnet": nets.resnet, "convnext": nets.convnext, "efficientnet": nets.efficientnet}
+        f = fn[arch](g, x0, cfg)[-1]
+        pooled = g.view(g.pool(f, 1), (f.c,))
+        if arch == "convnext":
+            pooled = g.ln(pooled)
+        if arch == "efficientnet":
+            pooled = g.dropout(pooled, cfg.get("dropout", 0.2))
+        loss(g.linear(pooled, classes))
+    elif arch in ("vit", "swin"):
+        if arch == "vit":
+            tok, _ = nets.vit(g, x0, cfg, mode)
+        else:
+            tok = nets.swin(g, x0, cfg, mode)
+        loss(nets.classifier(g, tok, classes, tokens=True, pool=cfg.get("pool", "cls"),
+                             ln_after=arch == "vit"))
+    elif arch == "unet":
+        out = nets.unet(g, x0, cfg)[0]
+        keep.append(heads.seg_loss(g, _loss_in(g, out), res) if training else out)
+    elif arch == "faster_rcnn":
+        feats = nets.resnet(g, x0, cfg["backbone"])
+        feats = heads.fpn(g, feats, cfg["fpn_channels"])
+        outs = heads.faster_rcnn_heads(g, feats, cfg)
+        keep += outs if training else outs[-2:]
+    elif arch in ("pspnet", "upernet"):
+        bb = cfg["backbone"]
+        if bb["arch"] == "vit":
+            _, feats = nets.vit(g, x0, bb, mode)
+        else:
+            feats = nets.resnet(g, x0, bb)
+        if cfg.get("neck"):
+            feats = heads.multi_level_neck(g, feats, cfg["neck"])
+        dh = cfg["decode_head"]
+        if arch == "pspnet":
+            logits = heads.psp_head(g, feats[dh.get("in_index", -1)], dh)
+        else:
+            logits = heads.uper_head(g, feats, dh)
+        if training:
+            keep.append(g.input(res, "i64"))                       # the label map
+            keep.append(heads.seg_loss(g, _loss_in(g, logits), res))
+            ah = cfg.get("auxiliary_head")
+            if ah:
+                aux = heads.fcn_head(g, feats[ah["in_index"]], ah)
+                keep.append(heads.seg_loss(g, _loss_in(g, aux), res))
+        else:
+            keep.append(g.resize(logits, res))
+    else:
+        raise ScenarioError("model", f"unknown vision architecture '{arch}'")
+    return g, keep
+
+
+def _loss_in(g: Graph, logits):
+    """mmcv `force_fp32` / autocast: losses see fp32 logits (a cast copy of 16-bit ones)."""
+    if getattr(g, "loss_fp32", False) and logits.dtype != "f32":
+        return g.copy(logits, name="to_fp32") if not g.amp else logits
+    return logits
+
+
+def _attention_mode(scenario, cfg) -> str:
+    mode = getattr(scenario, "attention", None) or "sdpa"
+    if getattr(scenario, "checkpointing", "none") == "selective":
+        mode = "sdpa"          # the attention core is recomputed: no n x n scores kept
+    return "eager" if mode == "eager" else "sdpa"
+
+
+@register(families=FAMILIES)
+def footprint(scenario, spec, device) -> Footprint:
+    """Live bytes at the peak of one training step (or inference forward) of a vision model."""
+    from .. import optimizers, parallel
+    from ..precision import weights_bytes
+    cfg = spec.config
+    task = scenario.task
+    if task not in TASKS:
+        raise ScenarioError("task", f"task '{task}' is not supported for vision models "
+                                    f"(use {', '.join(TASKS)})")
+    fw = cfg.get("framework", "torch")
+    prec = scenario.precision_for("default")
+    m = _modes(prec, fw)
+    training = task == "train"
+    if training and m["w"] is None:
+        raise ScenarioError("precision", f"'{prec}' is a weight format for inference; train "
+                                         f"in fp32, fp16/bf16 or fp16-mixed/bf16-mixed")
+    res = _resolution(cfg, scenario.resolution)
+    mode = _attention_mode(scenario, cfg)
+    batch = int(scenario.batch_size)
+    g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"], batch == 1)
+    P, tr = g.params, (g.params - g.frozen_params if training else 0)
+    notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
+             f"graph at {'x'.join(map(str, res))}, batch {batch}",
+             f"framework convention '{fw}' (see docs/vision.md)"]
+    wb = m["w"] if m["w"] is not None else None
+    if wb is None:
+        mat = g.param_split["matmul"]
+        weights = weights_bytes(mat, P - mat, prec) + 4 * g.buffers
+    else:
+        weights = wb * P + (4 if wb == 4 or fw == "mmcv" else 2) * g.buffers
+    comps = {"weights": weights, "gradients": 0, "optimizer_states": 0, "activations": 0,
+             "temporary": 0}
+    if not training:
+        c = g.curves(keep)
+        a = c.at(batch)
+        act = a["inference_peak"] if task == "forward" else 0
+        comps["activations"] = act
+        return Footprint(components=comps, peak_phase="forward" if task == "forward" else "load",
+                         phases={"forward": dict(comps)}, largest_allocation=max(a["largest"], 0),
+                         bandwidth={"bytes_per_step": int(weights + 2 * a["inference_peak"])},
+                         notes=notes)
+
+    # --- training: model states --------------------------------------------------------------
+    layout = parallel.layout_of(getattr(scenario, "parallel", None))
+    div = parallel.shard_divisors(layout.zero, layout.shard_group)
+    opts = set(getattr(scenario, "options", ()) or ())
+    offload = set(getattr(scenario, "offload", ()) or ())
+    opt = scenario.optimizer
+    state_pb = m["master"] or m["w"]                      # states follow the fp32 master / param
+    in_bwd = "optimizer-in-backward" in opts
+    impl = "loop" if (fw == "mmcv" or in_bwd) else "foreach"
+    grads = tr * m["g"] + tr * m["mgrad"]
+    states = optimizers.state_bytes(opt, tr, state_pb) + tr * m["master"]
+    temp = optimizers.step_temporary_bytes(opt, tr, state_pb, g.largest_param, impl)
+    buckets = tr * m["g"] if (layout.data * layout.context > 1 and layout.zero == 0) else 0
+    weights = parallel.shard(weights, div["weights"])
+    grads = parallel.shard(grads, div["gradients"])
+    states = parallel.shard(states, div["optimizer_states"])
+    if "optimizer" in offload:
+        states, temp = 0, 0
+        notes.append("optimizer states offloaded to CPU")
+    if "gradients" in offload:
+        grads = 0
+    if opt == "none":
+        temp = 0
+    if in_bwd:
+        grads, temp = g.largest_param * m["g"], g.largest_param * state_pb
+        notes.append("optimizer-in-backward: each parameter steps as its gradient is ready; "
+                     "no full gradient set")
+    if layout.tensor > 1 or layout.pipeline > 1:
+        notes.append("tensor/pipeline parallelism is not modelled for vision models: counted as "
+                     "one full replica per GPU")
+    persist = fw == "mmcv" or scenario.gradient_accumulation > 1
+    c = g.curves(keep, checkpoint=getattr(scenario, "checkpointing", "none") == "full")
+    a = c.at(batch, 0 if (persist or in_bwd) else grads)
+    base = weights + states + buckets
+    g_fwd = grads if persist else 0
+    g_bwd = grads if (persist or in_bwd) else int(a["backward_param_frac"] * grads)
+    fwd_act, fwd_tmp = a["forward_peak"], 0
+    if g.transient and a["end_of_forward"] + g.transient > fwd_act:
+        fwd_act, fwd_tmp = a["end_of_forward"], g.transient
+        notes.append("forward peak at the RPN loss: IoU matrices of anchors x ground-truth "
+                     f"boxes ({cfg.get('gt_boxes_max', 93)} boxes, the dataset's most crowded "
+                     "image)")
+    phases = {
+        "forward": dict(weights=weights, gradients=g_fwd + buckets, optimizer_states=states,
+                        activations=fwd_act, temporary=fwd_tmp),
+        "backward": dict(weights=weights, gradients=g_bwd + buckets, optimizer_states=states,
+                         activations=a["backward_peak"], temporary=0),
+        "optimizer-step": dict(weights=weights, gradients=(0 if in_bwd else grads) + buckets,
+                               optimizer_states=states, activations=0, temporary=temp),
+    }
+    if in_bwd:
+        phases["optimizer-step"] = dict(phases["backward"], activations=0)
+    peak = max(phases, key=lambda k: sum(phases[k].values()))
+    comps.update(phases[peak])
+    if buckets:
+        notes.append("DDP gradient buckets (a flat copy of the gradients) counted in gradients")
+    saved = a["saved"]
+    bw = 3 * weights + 2 * grads + 2 * states + 2 * saved
+    return Footprint(components=comps, peak_phase=peak, phases=phases,
+                     largest_allocation=max(a["largest"], g.largest_param * 4),
+                     bandwidth={"bytes_per_step": int(bw)}, notes=notes)
+
+
+def activation_bytes(model: str, resolution, batch: int = 1, precision="fp32", task="train",
+                     attention="sdpa", checkpointing="none") -> dict:
+    """Activation figures of a catalog model without a full scenario (tests, docs, sweeps)."""
+    from ..catalog import get_model
+    spec = get_model(model)
+    cfg = spec.config
+    m = _modes(precision, cfg.get("framework", "torch"))
+    res = _resolution(cfg, resolution)
+    mode = "eager" if attention == "eager" else "sdpa"
+    g, keep = build(cfg, res, m["dt"], m["amp"], task == "train", mode, m["loss_fp32"],
+                    batch == 1)
+    return g.curves(keep, checkpoint=checkpointing == "full").at(batch)
+
+
+def param_count(model: str) -> int:
+    """Parameters of a catalog vision model, counted from its layer walk."""
+    from ..catalog import get_model
+    cfg = get_model(model).config
+    g, _ = build(cfg, _resolution(cfg, None), "f32", None, True, "sdpa", False)
+    return g.params
