@@ -84,7 +84,7 @@ def test_frozen_stages_and_dilated_backbone():
 
 
 def test_inference_smaller_than_training_and_3d_unet():
-    assert fp(task="forward").peak_allocated_bytes < fp().peak_allocated_bytes
+    assert fp(task="forward", optimizer="none").peak_allocated_bytes < fp().peak_allocated_bytes
     f = fp(model="unet/unet-3d", resolution=[64, 64, 64], batch_size=1)
     assert f.components["activations"] > 0
     with pytest.raises(ScenarioError):
@@ -106,7 +106,7 @@ def test_properties(r, b, model):
     big = fp(**dict(kw, resolution=[res + 32, res + 32]))
     assert big.components["activations"] >= base.components["activations"]
     ck = fp(**dict(kw, checkpointing="full"))
-    assert ck.phases["backward"]["activations"] <= base.phases["backward"]["activations"]
+    assert sum(ck.phases["backward"].values()) <= sum(base.phases["backward"].values())
     assert ck.phases["forward"]["activations"] <= base.phases["forward"]["activations"]
     half = fp(**dict(kw, precision="bf16-mixed"))
     pure = fp(**dict(kw, precision="fp16"))

@@ -165,7 +165,8 @@ def test_planner_page(server, browser):
         # the README picture: the whole page, the picked GPU
         page.locator(".vp-controls input[type=text]").first.fill("")
         page.locator(".vp-count", has_text=f"{len(_db().devices)} of").wait_for(timeout=T_STEP)
-        page.set_viewport_size({"width": 1440, "height": 1360})  # Voila scrolls inside the page
+        page.set_viewport_size({"width": 1440, "height": 1180})  # Voila scrolls inside the page
+        page.evaluate("document.activeElement && document.activeElement.blur()")
         page.mouse.move(0, 0)
         page.wait_for_timeout(500)
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)

@@ -330,7 +330,8 @@ class Transformer(nn.Module):
             if self.layers[0].attn.core.style == "gpt2":
                 mask = tri[None, None]
             else:  # HF builds a float additive mask (b, 1, s, keys) in the compute dtype
-                dt = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else x.dtype
+                dev = ids.device.type
+                dt = torch.get_autocast_dtype(dev) if torch.is_autocast_enabled(dev) else x.dtype
                 mask = torch.zeros(b, 1, s, keys, dtype=dt, device=ids.device)
                 mask = mask.masked_fill(~tri, torch.finfo(dt).min)
         elif self.causal and pos > 0 and s > 1:

@@ -125,10 +125,13 @@ class Counted:
     notes: list
 
 
-def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True) -> Counted:
+def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step=None) -> Counted:
     """Build the job (inside the fake mode, so parameters are fake) and run `steps` steps."""
-    if mode not in ("fake", "cpu"):
+    if mode not in ("fake", "cpu", "cuda"):
         raise VramplanError(f"trace mode must be 'fake' or 'cpu', not '{mode}'")
+    dev = "cuda" if mode == "cuda" else "cpu"
+    if mode == "cuda":
+        kernels = "cpu"   # real CUDA kernels: nothing to emulate
     if kernels not in ("cuda", "cpu"):
         raise VramplanError(f"trace kernels must be 'cuda' or 'cpu', not '{kernels}'")
     t0 = time.perf_counter()
@@ -139,7 +142,7 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True) -> Coun
         from torch._subclasses.fake_tensor import FakeTensorMode
         fake = FakeTensorMode()
     km = kernel_mode(kernels)
-    with fake:
+    with fake, torch.device(dev):
         prec = getattr(job_fn, "precision", "fp32")
         if prec not in PRECISIONS:
             raise ScenarioError("precision", f"trace supports {', '.join(PRECISIONS)}; not '{prec}'")
@@ -170,7 +173,7 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True) -> Coun
         trainable = [p for p in step_mod.parameters() if p.requires_grad]
         train = job.task in ("train", "lora") and job.loss_fn is not None
         opt = make_optimizer(job.optimizer, trainable, kernels, job.lr) if train else None
-        amp_ctx = (lambda: torch.autocast("cpu", dtype=amp)) if amp else contextlib.nullcontext
+        amp_ctx = (lambda: torch.autocast(dev, dtype=amp)) if amp else contextlib.nullcontext
         step_mod.train(train)
         M.RECOMPUTE_CONTEXT = (lambda: kernel_mode(kernels)) if kernels == "cuda" else None
         try:
@@ -205,6 +208,8 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True) -> Coun
                         else:
                             step_mod.zero_grad(set_to_none=True)
                     counter.phase = "idle"
+                    if on_step is not None:
+                        on_step(step)
         finally:
             M.RECOMPUTE_CONTEXT = None
             counter.close()
@@ -222,7 +227,8 @@ def _generate(counter, model, inputs, gen, amp_ctx, dtype):
     n = gen["new_tokens"]
     counter.phase = "prefill"
     with torch.no_grad(), amp_ctx():
-        cdt = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else dtype
+        d = ids.device.type
+        cdt = torch.get_autocast_dtype(d) if torch.is_autocast_enabled(d) else dtype
         caches = gen["caches"](b, s + max(n, 1), cdt)
         for kv in caches:
             for t in kv:

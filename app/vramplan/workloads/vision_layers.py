@@ -347,7 +347,8 @@ class Graph:
             sv = savers[id(t)]
             if sv and all(i in where for i in sv) and t.producer in where and \
                     all(where[i] == where[t.producer] for i in sv):
-                recompute[id(t)] = self.blocks[where[t.producer]]
+                # recomputed when backward reaches the block, freed after its earliest saver
+                recompute[id(t)] = (min(sv), self.blocks[where[t.producer]][1])
                 savers[id(t)] = []
         for s, e in self.blocks:             # block inputs: produced before, consumed inside
             for t in self.tensors:

@@ -1,0 +1,282 @@
+"""Diffusion pipelines (family "diffusion"): text encoders, a denoiser (U-Net / DiT / MMDiT),
+a VAE; inference (`denoise`), weights only (`load`), one denoiser step (`forward`), and LoRA /
+full fine-tuning of the denoiser (`lora`, `train`).
+
+What it models, phase by phase (the estimate is the largest phase, as diffusers runs them one
+after another):
+- text-encode: every encoder over the prompt (and the negative prompt under CFG); CLIP encoders
+  always see 77 tokens, T5 encoders `text_len` (default: the pipeline's max_sequence_length).
+- denoise: one denoiser forward; classifier-free guidance doubles its batch (`guidance`, on by
+  default where the pipeline uses it; FLUX is guidance-distilled: no doubling).
+- vae-decode: the VAE decoder at full resolution (SDXL's VAE upcast to fp32 under fp16), eager
+  or SDPA mid-block attention, `vae-slicing` (one image at a time), `vae-tiling` (tiles of the
+  VAE's sample size).
+Resident weights: every component (`pipe.to("cuda")`, as the J cases do) unless `offload`
+holds "model" (enable_model_cpu_offload: only the running component is on the GPU).
+Precision: per component (`precision_for`); a quantised global precision (nf4/int8/fp8/int4)
+applies to the denoiser and T5 (as diffusers' PipelineQuantizationConfig / quanto examples do),
+the small CLIP encoders and the VAE stay in the bf16 compute dtype.
+"""
+from __future__ import annotations
+
+from .. import optimizers
+from .. import precision as P
+from . import register
+from .base import Footprint
+from .diffusion_parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
+                              vae3d_decode)
+
+DENOISERS = ("unet", "transformer")
+
+
+def _act_bytes(prec: str) -> int:
+    return P.activation_bytes(prec) if prec in P.PRECISIONS else 2
+
+
+def component_precision(scenario, name: str, comp: dict) -> str:
+    """The precision a component runs in. A global quantised format reaches only components
+    marked `quantize` (denoiser, T5); the others run in bf16."""
+    if isinstance(scenario.precision, dict):
+        return scenario.precision_for(name)
+    prec = scenario.precision
+    if P.is_quantized(prec) and not comp.get("quantize", False):
+        return "bf16"
+    return prec
+
+
+def component_weight_bytes(comp: dict, prec: str, layerwise: bool = False) -> int:
+    """Resident bytes of one component's weights in `prec`."""
+    n = int(comp["params"])
+    if not P.is_quantized(prec):
+        return n * P.param_bytes(prec) if prec not in ("fp16", "bf16") else 2 * n
+    if layerwise and prec == "fp8":
+        skip = int(comp.get("layerwise_skip_params", 0))
+        return (n - skip) * 1 + 2 * skip
+    keep = comp.get("keep_in_fp32") or {}
+    kept_fp32 = int(keep.get("params", 0)) if prec in keep.get("bytes_by_format", {}) else 0
+    kept_fp32_bytes = kept_fp32 * keep.get("bytes_by_format", {}).get(prec, 0)
+    embed = int(comp.get("embedding_params", 0))
+    rest = n - kept_fp32 - embed
+    lin = int(rest * comp.get("linear_fraction", 1.0))
+    other = rest - lin + embed
+    return int(lin * P.WEIGHT_FORMAT_BYTES[prec]) + 2 * other + int(kept_fp32_bytes)
+
+
+def _lora_params(den: dict, rank: int, n_targets: int) -> int:
+    """Adapter parameters on the denoiser's attention projections: rank x (in + out) per
+    targeted projection (q/k/v/out of each attention)."""
+    if den["kind"] == "unet":
+        per_level = [2 * (3 * den.get("layers_per_block", 2) + (1 if i == len(den["heads"]) - 1
+                     else 0)) * d for i, d in enumerate(den["transformer_depth"])]
+        widths = sum(c * k for c, k, a in zip(den["block_out_channels"], per_level,
+                                              den["attention_levels"]) if a)
+        return rank * 2 * widths * n_targets
+    layers = den.get("layers", 0) + den.get("single_layers", 0)
+    return rank * 2 * den["hidden"] * layers * n_targets * (2 if den.get("joint_text") else 1)
+
+
+def _geometry(scenario, cfg):
+    res = scenario.resolution or tuple(cfg.get("default_resolution", (1024, 1024)))
+    h, w = int(res[-2]), int(res[-1])
+    frames = int(scenario.frames or cfg.get("default_frames", 1)) if cfg.get("video") else 1
+    return h, w, frames
+
+
+@register(families=("diffusion",))
+def footprint(scenario, spec, device) -> Footprint:
+    cfg = spec.config
+    comps = cfg["components"]
+    task = scenario.task
+    opts = set(scenario.options or ())
+    offload_model = "model" in set(scenario.offload or ())
+    b = int(scenario.batch_size)
+    h, w, frames = _geometry(scenario, cfg)
+    guidance = scenario.guidance if scenario.guidance is not None else cfg.get("guidance") == "cfg"
+    cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
+                     and task != "lora") else 1
+    eager = scenario.attention == "eager"
+    den_name = next(n for n in comps if n in DENOISERS)
+    den = comps[den_name]
+    notes: list[str] = []
+
+    precs = {n: component_precision(scenario, n, c) for n, c in comps.items()}
+    layerwise = "layerwise-casting" in opts
+    weights = {n: component_weight_bytes(c, precs[n], layerwise and n == den_name)
+               for n, c in comps.items()}
+    vae = comps["vae"]
+    vae_e = _act_bytes(precs["vae"])
+    if precs["vae"] == "fp16" and vae.get("upcast_fp16"):
+        vae_e = 4
+        weights["vae"] = 4 * int(vae["params"])
+        notes.append("the pipeline upcasts the VAE to fp32 for the decode (force_upcast)")
+    resident_all = sum(weights.values())
+
+    def resident(active: str) -> int:
+        return weights[active] if offload_model else resident_all
+
+    phases: dict[str, dict[str, int]] = {}
+    largest: dict[str, int] = {}
+    small_state = b * cfg_mult * 4 * 16 * (h // 8) * (w // 8) * max(1, frames)  # latents, noise
+
+    # -- text encoders ------------------------------------------------------------------------
+    text_tokens = 0
+    for n, c in comps.items():
+        if c["kind"] not in ("clip-text", "t5-encoder"):
+            continue
+        toks = c["max_tokens"] if c["kind"] == "clip-text" else int(scenario.text_len or
+                                                                    c["max_tokens"])
+        text_tokens += toks if den.get("joint_text") or c["kind"] == "t5-encoder" or \
+            den["kind"] == "unet" else 0
+        act = text_encoder_bytes(c, b * cfg_mult, toks, _act_bytes(precs[n]))
+        cur = phases.get("text-encode", {}).get("activations", 0)
+        if act >= cur:
+            phases["text-encode"] = {"weights": resident(n), "activations": act}
+            largest["text-encode"] = max(weights[n] // max(1, c.get("layers", 1)), act // 4)
+    if den.get("text_tokens"):
+        text_tokens = den["text_tokens"]
+    elif den["kind"] == "unet":
+        text_tokens = 77
+
+    # -- denoiser step ------------------------------------------------------------------------
+    den_e = _act_bytes(precs[den_name])
+    lat_h, lat_w = max(1, h // vae.get("downsample", 8)), max(1, w // vae.get("downsample", 8))
+    lat_f = (frames - 1) // vae.get("temporal_compression", 1) + 1 if cfg.get("video") else 1
+    step_b = b * cfg_mult
+    if den["kind"] == "unet":
+        act, big = unet_step(den, step_b, lat_h, lat_w, text_tokens, den_e, eager)
+    else:
+        p = den.get("patch", 2)
+        img_tokens = (lat_h // p) * (lat_w // p) * lat_f
+        act, big = dit_step(den, step_b, img_tokens, text_tokens, den_e, eager)
+    temp = 0
+    if layerwise and P.is_quantized(precs[den_name]):
+        temp = 2 * den.get("ffn", 4 * den.get("hidden", 1024)) * den.get("hidden", 1024)
+    embeds = step_b * text_tokens * 4096 * den_e
+    phases["denoise"] = {"weights": resident(den_name), "activations": act + small_state + embeds,
+                         "temporary": temp}
+    largest["denoise"] = big
+
+    # -- VAE decode ---------------------------------------------------------------------------
+    dec_b = 1 if "vae-slicing" in opts else b
+    oh, ow = h, w
+    if "vae-tiling" in opts:
+        tile = int(vae.get("sample_size", 512))
+        if vae["kind"] == "kl3d-cogvideox":
+            oh, ow = min(h, 240), min(w, 360)
+        else:
+            oh, ow = min(h, tile), min(w, tile)
+        notes.append(f"vae-tiling: the decoder runs on {oh}x{ow} tiles")
+    if vae["kind"] == "kl3d-cogvideox":
+        vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
+    else:
+        vpk, vbig, stair = vae2d_decode(vae, dec_b, oh, ow, vae_e, eager)
+    out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)
+    phases["vae-decode"] = {"weights": resident("vae"), "activations": vpk + out_img}
+    largest["vae-decode"] = vbig
+
+    # -- training of the denoiser -------------------------------------------------------------
+    if task in ("lora", "train"):
+        return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
+                         lat_h, lat_w, text_tokens, eager, notes, phases, largest)
+
+    if task == "load":
+        peak = "load"
+        components = {"weights": resident_all}
+        phases = {"load": dict(components)}
+    elif task == "forward":
+        peak = "denoise"
+        components = dict(phases["denoise"])
+    else:
+        peak = max(phases, key=lambda k: sum(phases[k].values()))
+        components = dict(phases[peak])
+    components = {k: int(v) for k, v in components.items()}
+    for k in ("weights", "activations", "temporary"):
+        components.setdefault(k, 0)
+    steps = int(scenario.steps or cfg.get("default_steps", 50))
+    den_w = weights[den_name]
+    bw = {"bytes_per_step": int(den_w + 2 * phases["denoise"]["activations"]),
+          "steps": steps,
+          "bytes_per_image": int((den_w + 2 * phases["denoise"]["activations"]) * steps / b)}
+    notes.append(f"peak phase: {peak}; CFG batch x{cfg_mult}; precisions "
+                 + ", ".join(f"{n}={p}" for n, p in precs.items()))
+    if offload_model:
+        notes.append("offload 'model': only the running component is resident at each phase")
+    fp = Footprint(components=components, peak_phase=peak, phases=phases,
+                   largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes)
+    # The caching allocator keeps each VAE level's segments (a level's blocks are too small
+    # for the next, 4x larger level), so reserved memory climbs above allocated there.
+    fp.reserved_floor_bytes = int(phases["vae-decode"]["weights"] + stair + out_img) \
+        if peak == "vae-decode" else 0
+    return fp
+
+
+def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_h, lat_w,
+              text_tokens, eager, notes, phases, largest) -> Footprint:
+    """LoRA / full fine-tuning of the denoiser: frozen text encoders and VAE stay resident
+    (the VAE encodes the batch every step), the denoiser's forward activations are saved for
+    backward (or only block boundaries under checkpointing)."""
+    prec = precs[den_name]
+    e = _act_bytes(prec)
+    opt = scenario.optimizer or "adamw"
+    if scenario.task == "lora":
+        lora = scenario.lora
+        rank = getattr(lora, "rank", 8) if lora else 8
+        targets = getattr(lora, "targets", ()) if lora else ()
+        n_t = max(1, min(4, sum(1 for t in targets if t in ("to_q", "to_k", "to_v", "to_out.0",
+                                                             "query", "key", "value", "q_proj",
+                                                             "k_proj", "v_proj"))))
+        trainable = _lora_params(den, rank, n_t)
+        pbytes = 4
+    else:
+        trainable = int(den["params"])
+        pbytes = P.param_bytes(prec)
+        if P.is_mixed(prec):
+            weights[den_name] = 4 * trainable
+    grads = trainable * pbytes
+    states = optimizers.state_bytes(opt, trainable, pbytes)
+    ckpt = scenario.checkpointing != "none"
+    if den["kind"] == "unet":
+        chans, attn = den["block_out_channels"], den["attention_levels"]
+        lpb = den.get("layers_per_block", 2)
+        saved = work = 0
+        for lvl, c in enumerate(chans):
+            n = (lat_h >> lvl) * (lat_w >> lvl)
+            unit = b * n * c * e
+            blocks = 2 * lpb + 1
+            scores = b * den["heads"][lvl] * n * n * e if (eager and attn[lvl]) else 0
+            depth = den["transformer_depth"][lvl] if attn[lvl] else 0
+            if ckpt:
+                saved += blocks * (1 + depth) * unit
+                work = max(work, 3 * scores + 30 * unit, 12 * unit)
+            else:
+                saved += blocks * (8 * unit + depth * (30 * unit + scores))
+                work = max(work, 2 * scores + 18 * unit)
+    else:
+        p = den.get("patch", 2)
+        n = (lat_h // p) * (lat_w // p) + (text_tokens if den.get("joint_text") else 0)
+        hd, f = den["hidden"], den["ffn"]
+        layers = den.get("layers", 0) + den.get("single_layers", 0)
+        scores = b * den["heads"] * n * n * e if eager else 0
+        per_layer = b * n * (12 * hd + 3 * f) * e + scores
+        saved = layers * (b * n * hd * e if ckpt else per_layer)
+        work = 2 * per_layer
+    vae_enc = vae2d_decode(comps["vae"], b, h, w, _act_bytes(precs["vae"]), eager)[0] // 2 \
+        if comps["vae"]["kind"] == "kl2d" else 0
+    frozen = sum(v for k, v in weights.items())
+    components = {"weights": int(frozen), "gradients": int(grads),
+                  "optimizer_states": int(states), "activations": int(saved + work),
+                  "temporary": int(optimizers.step_temporary_bytes(opt, trainable, pbytes,
+                                                                   trainable // 100 or 1))}
+    phases = {"vae-encode": {"weights": int(frozen), "optimizer_states": int(states),
+                             "activations": int(vae_enc)},
+              "backward": dict(components)}
+    peak = max(phases, key=lambda k: sum(phases[k].values()))
+    comp = dict(phases[peak])
+    for k in ("gradients", "temporary"):
+        comp.setdefault(k, 0)
+    notes.append(f"{scenario.task}: {trainable:,} trainable denoiser parameters; text encoders "
+                 "and VAE frozen and resident; the VAE encodes the batch every step")
+    return Footprint(components=comp, peak_phase=peak, phases=phases,
+                     largest_allocation=int(max(largest.values() or [0])),
+                     bandwidth={"bytes_per_step": int(2 * frozen + 3 * (saved + work))},
+                     notes=notes)
