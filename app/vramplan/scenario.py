@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioError, UnknownIdError, VramplanError
-from ._scenario_rules import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, MODELLESS_TASKS,
-                              OFFLOAD, OPTIMIZERS, OPTIONS, PRECISIONS, QUANTISED, TASKS,
-                              TRAINING_TASKS, task_defaults)
+from ._scenario_rules import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, MODELLESS_TASKS,  # noqa: F401
+                              OFFLOAD, OPTIMIZERS, OPTIONS, PRECISION_BYTES, PRECISIONS,
+                              QUANTISED, TASKS, TRAINING_TASKS, task_defaults)
 from . import _scenario_query as _query
 
 __all__ = ["Scenario", "LoraConfig", "ParallelConfig", "ServingConfig", "load_scenarios",
@@ -53,7 +53,7 @@ def _num(key: str, v: Any, lo: float, hi: float, lo_open: bool = False) -> float
         raise ScenarioError(key, f"must be a number, got {v!r}")
     if v < lo or v > hi or (lo_open and v == lo):
         raise ScenarioError(key, f"must be {'>' if lo_open else '>='} {lo} and <= {hi}, got {v}")
-    return int(v) if float(v).is_integer() and isinstance(v, int) else float(v)
+    return v
 
 
 def _bool(key: str, v: Any) -> bool:
@@ -415,6 +415,3 @@ def load_scenarios(path: str | Path) -> list:
             out.append(exc)
     return out
 
-
-# keep the names the rules module defines importable from here
-_ = (task_defaults, QUANTISED, MODELLESS_TASKS)

@@ -179,6 +179,7 @@ def footprint(scenario, spec, device) -> Footprint:
         return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
                          lat_h, lat_w, text_tokens, eager, notes, phases, largest)
 
+    den_act = phases["denoise"]["activations"]
     if task == "load":
         peak = "load"
         components = {"weights": resident_all}
@@ -194,9 +195,8 @@ def footprint(scenario, spec, device) -> Footprint:
         components.setdefault(k, 0)
     steps = int(scenario.steps or cfg.get("default_steps", 50))
     den_w = weights[den_name]
-    bw = {"bytes_per_step": int(den_w + 2 * phases["denoise"]["activations"]),
-          "steps": steps,
-          "bytes_per_image": int((den_w + 2 * phases["denoise"]["activations"]) * steps / b)}
+    bw = {"bytes_per_step": int(den_w + 2 * den_act), "steps": steps,
+          "bytes_per_image": int((den_w + 2 * den_act) * steps / b)}
     notes.append(f"peak phase: {peak}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
