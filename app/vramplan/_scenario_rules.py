@@ -67,6 +67,18 @@ OPTIONS: dict[str, str] = {
     "expandable-segments": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching "
                            "allocator grows segments instead of adding new ones, so reserved "
                            "memory stays close to allocated (less fragmentation slack)",
+    # The software stack: by default inferred from the GPU generation (compute capability < 8.0
+    # implies the torch 1.x era) and, for `generate`, from the attention kernel. These override.
+    "legacy-stack": "torch 1.x-era runtime: eager CUDA module loading (bigger CUDA context), Adam "
+                    "as a per-tensor loop, zero_grad() filling zeros instead of freeing",
+    "modern-stack": "torch 2.x runtime: lazy CUDA module loading, foreach Adam, zero_grad() "
+                    "frees gradients (set_to_none)",
+    "legacy-cache": "generate with Hugging Face's pre-4.36 tuple KV cache: torch.cat grows each "
+                    "layer's cache, briefly holding two copies, and the whole prompt's logits",
+    "dynamic-cache": "generate with Hugging Face DynamicCache (>= 4.36): one copy of the cache "
+                     "per layer grown in place, last-position logits only",
+    "static-cache": "generate with a static, pre-allocated KV cache of seq_len + new_tokens "
+                    "(transformers StaticCache / torch.compile decoding)",
 }
 
 # Defaults (docs/scenario.md has the same table)
