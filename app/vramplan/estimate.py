@@ -79,8 +79,8 @@ def _figures(sc, dev, spec):
     """(footprint, components, allocated, reserved, device_used) of one scenario."""
     fp = workload_footprint(sc, spec, dev)
     allocated = fp.peak_allocated_bytes
-    slack = overhead.allocator_slack(fp, sc)
-    reserved = allocated + slack
+    reserved = overhead.reserved_bytes(fp, sc)
+    slack = reserved - allocated
     used = overhead.device_used_bytes(fp, sc, dev, reserved)
     comps = {k: 0 for k in ("weights", "gradients", "optimizer_states", "activations",
                             "kv_cache", "temporary")}

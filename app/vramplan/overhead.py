@@ -58,7 +58,11 @@ def allocator_slack(footprint, scenario=None) -> int:
 
 
 def reserved_bytes(footprint, scenario=None) -> int:
-    return footprint.peak_allocated_bytes + allocator_slack(footprint, scenario)
+    """Peak reserved: allocated + slack, or the workload's own allocation-history floor."""
+    if footprint.allocator != "torch":
+        return footprint.peak_allocated_bytes
+    return max(footprint.peak_allocated_bytes + allocator_slack(footprint, scenario),
+               int(footprint.reserved_floor_bytes or 0))
 
 
 def _cc(device) -> float | None:

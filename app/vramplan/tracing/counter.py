@@ -75,6 +75,7 @@ class MemoryCounter(TorchDispatchMode):
         """Count t's storage if new; re-label it when category / module is given."""
         if not isinstance(t, torch.Tensor):
             return
+        t = getattr(t, "_local_tensor", t)   # DTensor (FSDP2 shards): count the local shard
         st = t.untyped_storage()
         key = id(st)
         r = self.rec.get(key)
@@ -143,7 +144,8 @@ class MemoryCounter(TorchDispatchMode):
                and func.overloadpacket in _STATE_FACTORIES else None)
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
-                self.track(t, cat) if cat and id(t.untyped_storage()) not in self.rec else self.track(t)
+                lt = getattr(t, "_local_tensor", t)
+                self.track(lt, cat) if cat and id(lt.untyped_storage()) not in self.rec else self.track(lt)
         if self.peak_event == self.events and getattr(self, "_peak_dirty", False):
             self.peak_largest = self.largest_live()
             self._peak_dirty = False

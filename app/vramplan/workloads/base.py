@@ -36,6 +36,10 @@ class Footprint:
     extra_device_bytes: dict[str, int] = field(default_factory=dict)
     """memory the process holds outside the allocator for this workload (e.g. NCCL buffers,
     CUDA graphs, pre-allocated engine pools) that overhead.py should add to device-used"""
+    reserved_floor_bytes: int = 0
+    """least the caching allocator holds at the peak, from the workload's allocation history
+    (e.g. a sequence of ever larger buffers whose freed segments are too small to reuse);
+    0 when the generic slack model suffices. Reserved = max(allocated + slack, this floor)."""
 
     @property
     def peak_allocated_bytes(self) -> int:

@@ -201,13 +201,12 @@ def footprint(scenario, spec, device) -> Footprint:
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
         notes.append("offload 'model': only the running component is resident at each phase")
-    fp = Footprint(components=components, peak_phase=peak, phases=phases,
-                   largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes)
     # The caching allocator keeps each VAE level's segments (a level's blocks are too small
     # for the next, 4x larger level), so reserved memory climbs above allocated there.
-    fp.reserved_floor_bytes = int(phases["vae-decode"]["weights"] + stair + out_img) \
-        if peak == "vae-decode" else 0
-    return fp
+    floor = int(phases["vae-decode"]["weights"] + stair + out_img) if peak == "vae-decode" else 0
+    return Footprint(components=components, peak_phase=peak, phases=phases,
+                     largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes,
+                     reserved_floor_bytes=floor)
 
 
 def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_h, lat_w,
