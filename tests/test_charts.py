@@ -99,3 +99,57 @@ def test_chart_from_the_real_database():
     rows = _values(spec)
     assert len(rows) == len(db.devices)  # every device has capacity and bandwidth
     assert charts.selected_ids(spec) == [db.devices[0].id]
+
+
+# -- memory at the peak: one stacked bar against the usable-memory line
+COMPONENTS = {"weights": 15 * GiB, "gradients": 0, "optimizer_states": 26 * 2**20,
+              "activations": 4 * GiB, "kv_cache": 0, "temporary": 0,
+              "cuda_context": GiB, "allocator_slack": GiB // 2, "nccl": GiB // 4}
+
+
+def test_breakdown_rows_stack_in_a_fixed_order_and_skip_zeros():
+    rows = charts.breakdown_rows(COMPONENTS)
+    assert [r["component"] for r in rows] == ["weights", "optimizer_states", "activations",
+                                              "allocator_slack", "cuda_context", "nccl"]
+    assert rows[0]["start_gib"] == 0 and rows[0]["end_gib"] == 15.0
+    for a, b in zip(rows, rows[1:]):
+        assert a["end_gib"] == b["start_gib"]                      # contiguous segments
+    assert rows[-1]["end_gib"] == round(sum(COMPONENTS.values()) / GiB, 4)
+    assert sum(r["bytes"] for r in rows) == sum(COMPONENTS.values())
+    by = {r["component"]: r for r in rows}
+    assert by["weights"]["label"] == "Weights" and by["nccl"]["label"] == "NCCL buffers"
+    assert by["optimizer_states"]["size"] == "26.0 MiB"
+    assert by["weights"]["show_label"] and not by["optimizer_states"]["show_label"]
+
+
+def test_breakdown_chart_spec_has_bars_and_the_usable_line():
+    spec = charts.breakdown_chart(COMPONENTS, 24 * GiB, gpu_name="RTX 4090", fits=True).to_dict()
+    bars, labels, rule, rule_text = spec["layer"]
+    assert bars["mark"]["type"] == "bar"
+    assert bars["encoding"]["x"]["field"] == "start_gib"
+    assert bars["encoding"]["x2"]["field"] == "end_gib"
+    colors = dict(zip(bars["encoding"]["color"]["scale"]["domain"],
+                      bars["encoding"]["color"]["scale"]["range"]))
+    assert colors["weights"] == charts.COMPONENT_COLORS["weights"]
+    assert colors["nccl"] == charts.OTHER_COMPONENT_COLOR
+    assert rule["mark"]["type"] == "rule" and rule["encoding"]["x"]["field"] == "usable_gib"
+    rows = charts.chart_rows(spec)
+    assert {"usable_gib": 24.0, "text": "RTX 4090: 24.0 GiB usable"} in rows
+    assert bars["encoding"]["x"]["scale"]["domain"][1] >= 24.0
+    # a plan that does not fit: the axis runs past the line, which turns red
+    big = dict(COMPONENTS, activations=40 * GiB)
+    spec2 = charts.breakdown_chart(big, 24 * GiB, fits=False).to_dict()
+    assert spec2["layer"][0]["encoding"]["x"]["scale"]["domain"][1] > \
+        sum(big.values()) / GiB
+    assert spec2["layer"][2]["mark"]["color"] == "#b42318"
+
+
+def test_breakdown_chart_from_a_real_estimate():
+    from vramplan.estimate import estimate
+    est = estimate({"model": "gpt2", "task": "train", "gpu": "nvidia-a100-sxm4-80gb"}).to_dict()
+    comps = est["per_gpu"]["components"]
+    rows = {r["component"]: r for r in  # bars and their labels share the rows
+            charts.chart_rows(charts.breakdown_chart(comps, 80 * GiB).to_dict())
+            if "component" in r}.values()
+    assert sum(r["bytes"] for r in rows) == sum(comps.values())
+    assert {"cuda_context", "allocator_slack", "weights"} <= {r["component"] for r in rows}

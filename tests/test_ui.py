@@ -175,11 +175,14 @@ def test_layout_hooks_for_later_panels(app):
 def test_chart_attaches_after_first_paint_in_a_kernel(db, monkeypatch):
     """In a kernel the chart is prepared in a thread and attached on the kernel's loop."""
     done = threading.Event()
+    calls = []
 
-    class Loop:
+    class Loop:                       # two charts: the breakdown and capacity/bandwidth
         def add_callback(self, fn):
             fn()
-            done.set()
+            calls.append(fn)
+            if len(calls) == 2:
+                done.set()
 
     class Kernel:
         io_loop = Loop()
@@ -190,6 +193,7 @@ def test_chart_attaches_after_first_paint_in_a_kernel(db, monkeypatch):
     monkeypatch.setattr(app_mod, "_kernel", lambda: Kernel())
     app = App(db=db)
     assert done.wait(60)
+    assert app.panel.chart.loaded and app.panel.chart.error is None
     assert app.chart.loaded and selected_ids(app.chart.spec) == [app.gpu]
     other = _other(db, app.gpu)
     app.picker.list.value = other.id
@@ -233,3 +237,113 @@ def test_planner_notebook_is_a_thin_shell():
     assert "from vramplan.ui import App" in src and src.rstrip().endswith("App()")
     assert all(c["cell_type"] == "code" for c in nb["cells"])  # Voila would show markdown
     assert not code[0]["outputs"]
+
+
+# -- the planner: workload controls -> Scenario.from_dict -> estimate -> panels
+def _plain(html: str) -> str:
+    import re
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+def test_default_plan_is_estimated_and_shown(app):
+    from vramplan.estimate import estimate
+    est = estimate(app.scenario).to_dict()
+    assert app.scenario.task == "lora" and app.estimate is not None
+    text = _plain(app.panel.value)
+    assert f"Fits on {est['gpu']['name']}" in text if est["fits"] else "Does not fit" in text
+    gib = est["per_gpu"]["device_used_bytes"] / 2**30
+    assert f"{gib:,.1f} GiB" in text
+    assert f"{est['per_gpu']['peak_allocated_bytes'] / 2**30:,.1f} GiB" in text
+    assert est["peak_phase"] in text
+    assert app.url.query == app.scenario.to_query()
+    from vramplan.charts import chart_rows
+    rows = chart_rows(app.panel.chart.spec)
+    comps = {r["component"]: r["bytes"] for r in rows if "component" in r}
+    assert comps == {k: v for k, v in est["per_gpu"]["components"].items() if v}
+
+
+def test_model_task_and_batch_change_the_estimate(app):
+    from vramplan.charts import chart_rows
+    before_text, before_rows = app.panel.value, chart_rows(app.panel.chart.spec)
+    app.workload.set("model", "gpt2")
+    assert app.scenario.model == "gpt2" and "gpt2" in app.panel.value
+    app.workload.set("task", "train")
+    assert app.scenario.task == "train" and app.scenario.optimizer == "adamw"
+    used1 = app.estimate.device_used_bytes
+    app.workload.set("batch_size", "16")
+    assert app.scenario.batch_size == 16 and app.estimate.device_used_bytes > used1
+    assert "batch 16" in _plain(app.panel.value)
+    assert app.panel.value != before_text and chart_rows(app.panel.chart.spec) != before_rows
+    assert "batch_size=16" in app.url.query
+
+
+def test_tasks_and_fields_follow_the_model_family(app):
+    app.workload.set("model", "torchvision/resnet50")
+    tasks = [v for _, v in app.workload.task.options]
+    assert "generate" not in tasks and "lora" not in tasks and "train" in tasks
+    assert app.scenario.task in tasks
+    f = app.workload.fields
+    assert f["resolution"].visible and not f["seq_len"].visible
+    app.workload.set("resolution", "512x512")
+    assert app.scenario.resolution == (512, 512)
+    app.workload.set("model", "meta-llama/Llama-3.1-8B")
+    app.workload.set("task", "generate")
+    assert f["seq_len"].visible and f["new_tokens"].visible and not f["resolution"].visible
+    assert not f["optimizer"].visible                  # generate does not train
+
+
+def test_size_only_plan(app):
+    app.workload.set("params", "7B")
+    assert app.scenario.architecture == {"params": 7e9}
+    assert app.workload.fields["architecture"].visible
+    app.workload.set("params", "lots")
+    assert "architecture" in app.workload.errors.get("architecture", "")
+
+
+@pytest.mark.parametrize("key,bad", [("batch_size", "0"), ("seq_len", "abc"),
+                                     ("lora.rank", "-3"), ("parallel.gpus", "3x")])
+def test_bad_value_is_explained_next_to_its_control(app, key, bad):
+    good = app.panel.value
+    good_sc = app.scenario
+    app.workload.set(key, bad)
+    msg = app.workload.errors.get(key, "")
+    assert key in msg and "Traceback" not in msg
+    assert app.workload.fields[key].widget.value == bad             # kept as typed
+    assert app.panel.is_stale and app.scenario == good_sc           # last good plan, dimmed
+    assert _plain(good).split("Fits")[-1][:40] in _plain(app.panel.value)
+    app.workload.set(key, "")                                       # cleared: the default
+    assert not app.workload.errors and not app.panel.is_stale
+
+
+def test_too_small_gpu_does_not_fit(app, db):
+    app.gpu = "nvidia-rtx-4060"
+    assert not app.estimate.fits
+    assert "Does not fit on" in app.panel.value and "short by" in app.panel.value
+    assert app.scenario.gpu == "nvidia-rtx-4060"
+
+
+def test_url_round_trip(db, monkeypatch):
+    from vramplan.scenario import Scenario
+    q = ("model=meta-llama/Llama-3.1-8B&task=lora&gpu=nvidia-rtx-4090&checkpointing=full"
+         "&lora.rank=16&batch_size=2")
+    monkeypatch.setenv("QUERY_STRING", q)
+    app = App(db=db, lazy_chart=False)
+    assert app.scenario == Scenario.from_query(q)
+    assert app.gpu == "nvidia-rtx-4090"
+    assert app.workload.fields["lora.rank"].widget.value == "16"
+    assert app.workload.fields["checkpointing"].widget.value == "full"
+    assert Scenario.from_query(app.url.query) == app.scenario
+    again = App(db=db, lazy_chart=False, scenario=app.url.query)
+    assert again.scenario == app.scenario
+    monkeypatch.setenv("QUERY_STRING", "model=no-such-model&task=train")
+    bad = App(db=db, lazy_chart=False)
+    assert "rejected" in bad.notice.value and bad.scenario is not None
+
+
+def test_export_holds_scenario_and_estimate_json(app):
+    import html as H
+    import json as J
+    text = app.panel.export.value
+    assert "data:application/json" in text and "http" not in text.replace("https://vega", "")
+    sc_json = text.split("vp-scenario-json'>")[1].split("</pre>")[0]
+    assert J.loads(H.unescape(sc_json)) == app.scenario.to_dict()

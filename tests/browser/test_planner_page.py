@@ -1,5 +1,6 @@
 """The planner page in a real browser: Voila serves it exactly as `make app` does, headless
-Chromium opens it, picks another GPU and checks that the card and the chart follow.
+Chromium opens it, changes the model and the batch size, picks a GPU too small, enters a bad
+value, and reopens a plan from its link.
 
 Fails on any request to a host other than the server (the page must work offline). Saves
 screenshots to test-artifacts/ and the README's docs/img/planner.png.
@@ -93,26 +94,34 @@ def _db():
     return default_db()
 
 
-def _targets():
-    """The GPU the page starts with and a clearly different one to pick."""
-    from vramplan.ui.app import default_gpu
-    db = _db()
-    start = db.get(default_gpu(db))
-    for name in ("MI300X", "amd-instinct-mi300x"):  # a different vendor, a common comparison
-        try:
-            return start, db.get(name)
-        except LookupError:
-            pass
-    others = [d for d in db.devices if d.id != start.id and d.vendor != start.vendor] or \
-        [d for d in db.devices if d.id != start.id]
-    assert others, "the hardware database needs at least two devices"
-    # the largest-memory other device: far from the start point on the chart, and a good picture
-    others.sort(key=lambda d: (-d.memory_bytes, d.id))
-    return start, others[0]
+# the README picture: a plan people actually run, on a card people own
+README_PLAN = ("model=meta-llama/Llama-3.1-8B&task=lora&gpu=nvidia-rtx-4090&checkpointing=full"
+               "&lora.rank=16")
+SMALL_GPU = "nvidia-rtx-4060"      # 8 GB: an 8B model does not fit
+
+
+def _text(page, selector: str) -> str:
+    return page.locator(selector).first.inner_text().strip()
+
+
+def _wait_text(page, selector: str, text: str, timeout: int = T_STEP) -> None:
+    page.wait_for_function(
+        "([sel, t]) => (document.querySelector(sel)?.textContent || '').includes(t)",
+        arg=[selector, text], timeout=timeout)
+
+
+def _enter(page, field: str, value: str) -> None:
+    """Type into a workload field (`.vp-f-<key>`) and commit it as a user does."""
+    box = page.locator(f".vp-f-{field} input").first
+    box.fill(value)
+    box.press("Enter")
 
 
 def test_planner_page(server, browser):
-    start, target = _targets()
+    db = _db()
+    from vramplan.ui.app import default_gpu
+    start = db.get(default_gpu(db))
+    small, readme_gpu = db.get(SMALL_GPU), db.get("nvidia-rtx-4090")
     external: list[str] = []
     page_errors: list[str] = []
     context = browser.new_context(viewport={"width": 1440, "height": 1000})
@@ -133,69 +142,83 @@ def test_planner_page(server, browser):
     try:
         t0 = time.monotonic()
         page.goto(server + "/", timeout=T_START, wait_until="domcontentloaded")
-        card = page.locator(".vp-card h2")
-        card.wait_for(timeout=T_START)
-        assert card.inner_text().strip() == start.name
-        t_card = time.monotonic() - t0
-
-        # the chart arrives after first paint; it rings the start GPU
-        chart_label = page.locator(".vp-chart svg text", has_text=start.name)
-        chart_label.first.wait_for(timeout=T_START)
+        verdict = ".vp-verdict-title"
+        page.locator(verdict).wait_for(timeout=T_START)
+        t_verdict = time.monotonic() - t0
+        assert _text(page, verdict) == f"Fits on {start.name}"
+        assert _text(page, ".vp-card h2") == start.name
+        # the breakdown chart arrives after first paint, with the GPU's usable-memory line
+        page.locator(".vp-breakdown svg text", has_text="GiB usable").first.wait_for(
+            timeout=T_START)
         t_chart = time.monotonic() - t0
         page.screenshot(path=str(ARTIFACTS / "planner-start.png"), full_page=True)
 
-        # pick another GPU from the list: search narrows it, then click the option
-        page.locator(".vp-controls input[type=text]").first.fill(target.name)
-        select = page.locator(".vp-controls select[size]")
+        # change the model, then the batch size: the verdict line and the figures follow
+        figures = _text(page, ".vp-figs")
+        _enter(page, "model", "gpt2")
+        _wait_text(page, ".vp-verdict-sub", "gpt2")
+        assert _text(page, ".vp-figs") != figures
+        figures = _text(page, ".vp-figs")
+        _enter(page, "batch_size", "8")
+        _wait_text(page, ".vp-verdict-sub", "batch 8")
+        assert _text(page, ".vp-figs") != figures
+        page.wait_for_function("() => location.search.includes('batch_size=8')", timeout=T_STEP)
+
+        # a GPU too small for an 8B model: does not fit
+        _enter(page, "model", "meta-llama/Llama-3.1-8B")
+        _wait_text(page, ".vp-verdict-sub", "Llama-3.1-8B")
+        page.locator(".vp-gpu-picker input[type=text]").first.fill(small.name)
+        select = page.locator(".vp-gpu-picker select[size]")
         from vramplan.ui.controls import GpuPicker
-        label = GpuPicker.label(target)
+        label = GpuPicker.label(small)
         select.locator("option", has_text=label).first.wait_for(timeout=T_STEP)
         select.select_option(label=label)
-        page.wait_for_function(
-            "name => document.querySelector('.vp-card h2')?.textContent.trim() === name",
-            arg=target.name, timeout=T_STEP)
-        card_text = page.locator(".vp-card").inner_text()
-        assert target.name in card_text
-        assert target.memory_type in card_text
-        assert start.name not in page.locator(".vp-card h2").inner_text()
-        page.locator(".vp-chart svg text", has_text=target.name).first.wait_for(timeout=T_STEP)
-        assert page.locator(".vp-chart svg text", has_text=start.name).count() == 0
-        page.wait_for_function("id => location.search.includes('gpu=' + id)", arg=target.id,
+        _wait_text(page, verdict, f"Does not fit on {small.name}")
+        assert "short by" in _text(page, ".vp-verdict-detail")
+        assert _text(page, ".vp-card h2") == small.name
+        page.wait_for_function("id => location.search.includes('gpu=' + id)", arg=small.id,
                                timeout=T_STEP)
-        # the README picture: the whole page, the picked GPU
-        page.locator(".vp-controls input[type=text]").first.fill("")
-        page.locator(".vp-count", has_text=f"{len(_db().devices)} of").wait_for(timeout=T_STEP)
-        page.set_viewport_size({"width": 1440, "height": 1180})  # Voila scrolls inside the page
-        page.evaluate("document.activeElement && document.activeElement.blur()")
-        page.mouse.move(0, 0)
-        page.wait_for_timeout(500)
-        README_SHOT.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / "planner-picked.png"))
-        page.screenshot(path=str(README_SHOT))
-        page.set_viewport_size({"width": 1440, "height": 1000})
+        page.screenshot(path=str(ARTIFACTS / "planner-does-not-fit.png"), full_page=True)
 
-        # bad input: explained inline, kept as typed, no traceback
-        mem = page.locator(".vp-controls input[type=text]").nth(1)
-        mem.fill("abc")
-        mem.press("Enter")
-        err = page.locator(".vp-msg-error", has_text="Min memory")
+        # bad input: explained next to its control, kept as typed, last plan dimmed
+        _enter(page, "batch_size", "0")
+        err = page.locator(".vp-f-batch_size .vp-msg-error")
         err.wait_for(timeout=T_STEP)
-        assert "abc" in err.inner_text()
-        assert mem.input_value() == "abc"
+        assert "batch_size" in err.inner_text()
+        assert page.locator(".vp-f-batch_size input").input_value() == "0"
+        page.locator(".vp-estimate-panel.vp-stale").wait_for(timeout=T_STEP)
         assert "Traceback" not in page.content()
         page.screenshot(path=str(ARTIFACTS / "planner-bad-input.png"), full_page=True)
 
-        # the link with ?gpu= opens that GPU
+        # a link reopens the whole plan (and is the README picture)
         page2 = context.new_page()
         page2.on("request", on_request)
-        page2.goto(f"{server}/?gpu={target.id}", timeout=T_START, wait_until="domcontentloaded")
-        page2.wait_for_function(
-            "name => document.querySelector('.vp-card h2')?.textContent.trim() === name",
-            arg=target.name, timeout=T_START)
+        page2.goto(f"{server}/?{README_PLAN}", timeout=T_START, wait_until="domcontentloaded")
+        page2.locator(verdict).wait_for(timeout=T_START)
+        _wait_text(page2, verdict, readme_gpu.name, timeout=T_START)
+        assert page2.locator(".vp-f-lora-rank input").input_value() == "16"
+        assert "full checkpointing" in _text(page2, ".vp-verdict-sub")
+        page2.locator(".vp-breakdown svg text", has_text="GiB usable").first.wait_for(
+            timeout=T_START)
+        page2.set_viewport_size({"width": 1440, "height": 1180})
+        page2.evaluate("document.activeElement && document.activeElement.blur()")
+        page2.mouse.move(0, 0)
+        page2.wait_for_timeout(800)
+        README_SHOT.parent.mkdir(parents=True, exist_ok=True)
+        page2.screenshot(path=str(ARTIFACTS / "planner-readme.png"))
+        page2.screenshot(path=str(README_SHOT))
+        page2.screenshot(path=str(ARTIFACTS / "planner-readme-full.png"), full_page=True)
         page2.close()
+
+        # the GPU-only link still works
+        page3 = context.new_page()
+        page3.on("request", on_request)
+        page3.goto(f"{server}/?gpu={small.id}", timeout=T_START, wait_until="domcontentloaded")
+        _wait_text(page3, ".vp-card h2", small.name, timeout=T_START)
+        page3.close()
     finally:
         (ARTIFACTS / "browser-timings.txt").write_text(
-            f"card {locals().get('t_card', float('nan')):.1f}s, "
+            f"verdict {locals().get('t_verdict', float('nan')):.1f}s, "
             f"chart {locals().get('t_chart', float('nan')):.1f}s\n"
             f"page errors: {page_errors}\nexternal: {external}\n")
         context.close()

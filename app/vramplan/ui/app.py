@@ -1,14 +1,21 @@
 """The planner page: a left column of controls and a right column of results.
 
-    App(gpu=None)  ->  header
-                       [controls column] [results column]
-                        GpuPicker          DeviceCard
-                        (later: workload)  ChartPanel (capacity vs bandwidth)
-                                           (later: estimate, bandwidth, advice)
+    App(gpu=None, scenario=None)  ->  header
+        [controls column]              [results column]
+         WorkloadControls               EstimatePanel: verdict, figures, breakdown chart,
+           (workload, how it runs,        bandwidth, notes, export
+            parallelism)                DeviceCard (the chosen GPU)
+         GpuPicker                      ChartPanel (capacity vs bandwidth, every GPU)
+
+Every edit rebuilds the scenario with `Scenario.from_dict(workload.scenario_dict(gpu))` and
+renders `estimate(scenario).to_dict()`; a rejection is shown next to the control its key
+names and the last good estimate stays on screen, dimmed. The scenario lives in the address
+(`Scenario.to_query()`), so a link reopens the plan; `?gpu=` alone still works.
 
 Later issues add panels with `add_control(widget)` and `add_result(widget)`; a panel that
-depends on the chosen GPU observes `app.picker` (`value` is the device id) or overrides
-nothing at all and reads `app.device`.
+depends on the chosen GPU observes `app.picker` (`value` is the device id) or reads
+`app.device`; one that depends on the plan observes nothing and reads `app.scenario` /
+`app.estimate` after `app.on_estimate(callback)`.
 """
 from __future__ import annotations
 
@@ -17,15 +24,23 @@ import html
 import ipywidgets as W
 
 from .. import __version__
-from ..errors import UnknownIdError
+from ..catalog import list_models
+from ..errors import UnknownIdError, VramplanError
+from ..estimate import estimate
 from ..hardware import default_db
+from ..scenario import Scenario
 from .controls import GpuPicker, message_html
 from .panels import ChartPanel, DeviceCard, _kernel
+from .results import EstimatePanel
 from .style import style_tag
-from .url import UrlState, query_params
+from .url import UrlState, query_params, query_string
+from .workload import WorkloadControls
 
 # first choice when the link names no GPU: the most common training GPU of the database
 DEFAULT_GPUS = ("nvidia-h100-sxm5-80gb", "nvidia-h100-sxm", "H100 SXM", "nvidia-a100-sxm4-80gb")
+# the plan the page starts with when the link names none
+DEFAULT_WORKLOADS = ({"model": "meta-llama/Llama-3.1-8B", "task": "lora"},
+                     {"model": "gpt2", "task": "train"})
 
 
 def default_gpu(db) -> str | None:
@@ -38,34 +53,81 @@ def default_gpu(db) -> str | None:
     return db.devices[0].id if db.devices else None
 
 
+def default_workload() -> dict:
+    """The model + task the page starts with (the first of DEFAULT_WORKLOADS the catalog has)."""
+    for d in DEFAULT_WORKLOADS:
+        try:
+            Scenario.from_dict(d)
+            return dict(d)
+        except VramplanError:
+            continue
+    models = list_models()
+    return {"model": models[0].id} if models else {}
+
+
+def _as_scenario(scenario) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    if isinstance(scenario, str):
+        return Scenario.from_query(scenario)
+    return Scenario.from_dict(scenario)
+
+
 class App(W.VBox):
     """The vramplan planner. `App()` in a notebook or Voila; drive it in tests by setting
-    `app.picker.value = "<device id>"`.
+    widget values (`app.workload.set("batch_size", "8")`, `app.picker.value = "<id>"`).
 
-    gpu: device id / alias to start with (default: `?gpu=` of the Voila URL, else H100 SXM).
+    gpu: device id / alias to start with (default: the link's, else H100 SXM).
+    scenario: a Scenario, a dict or a query string to start with (default: the link's
+        `?model=...` query, else Llama-3.1-8B LoRA).
     db: a `HardwareDB` (default: `vramplan.hardware.default_db()`).
-    lazy_chart: attach the chart after first paint (default: when running in a kernel).
+    lazy_chart: attach the charts after first paint (default: when running in a kernel).
     """
 
-    def __init__(self, gpu: str | None = None, db=None, lazy_chart: bool | None = None):
+    def __init__(self, gpu: str | None = None, db=None, lazy_chart: bool | None = None,
+                 scenario=None):
         self.db = db if db is not None else default_db()
-        wanted = gpu if gpu is not None else query_params().get("gpu")
+        self.scenario: Scenario | None = None
+        self.estimate = None                     # the last good Estimate
+        self._listeners = []
+        notices = []
+        start = None
+        qs = query_string()
+        if scenario is None and set(query_params()) - {"gpu"}:
+            scenario = qs
+        if scenario is not None:
+            try:
+                start = _as_scenario(scenario)
+            except VramplanError as exc:
+                notices.append(f"The link's plan was rejected ({exc}); showing the default plan.")
+        wanted = gpu if gpu is not None else (start.gpu if start is not None and start.gpu
+                                              else query_params().get("gpu"))
         initial, notice = self._resolve(wanted)
+        if notice:
+            notices.append(notice)
 
-        self.notice = W.HTML(notice, layout=W.Layout(display="" if notice else "none"))
+        self.notice = W.HTML("".join(message_html(n) if not n.startswith("<") else n
+                                     for n in notices),
+                             layout=W.Layout(display="" if notices else "none"))
         self.picker = GpuPicker(self.db, initial)
+        self.picker.add_class("vp-gpu-picker")
         self.card = DeviceCard()
         self.chart = ChartPanel(self._chart_spec)
         self.url = UrlState(gpu=initial or "")
+        self.panel = EstimatePanel()
+        self.workload = WorkloadControls(list_models(), on_change=self._on_workload,
+                                         gpu=lambda: self.gpu)
 
         header = W.HTML(
             "<div class='vp-header'><div class='vp-logo'>vram<span>plan</span></div>"
-            "<div class='vp-tagline'>GPU memory capacity planner · pick a GPU to see its "
-            f"memory, bandwidth and sources</div><div class='vp-hint' style='margin-left:auto'>"
-            f"v{html.escape(__version__)}</div></div>")
-        self.controls = W.VBox([self.picker], layout=W.Layout(flex="0 0 350px", width="350px"))
+            "<div class='vp-tagline'>GPU memory capacity planner · will it fit, how large "
+            "can the batch be, how much bandwidth</div><div class='vp-hint' "
+            f"style='margin-left:auto'>v{html.escape(__version__)}</div></div>")
+        self.controls = W.VBox([self.workload, self.picker],
+                               layout=W.Layout(flex="0 0 360px", width="360px"))
         self.controls.add_class("vp-controls")
-        self.results = W.VBox([self.notice, self.card, self.chart],
+        gpu_title = W.HTML("<div class='vp-group-title'>The GPU</div>")
+        self.results = W.VBox([self.notice, self.panel, gpu_title, self.card, self.chart],
                               layout=W.Layout(flex="1 1 auto", min_width="0"))
         self.results.add_class("vp-results")
         body = W.HBox([self.controls, self.results], layout=W.Layout(width="100%"))
@@ -76,12 +138,22 @@ class App(W.VBox):
 
         self.picker.observe(self._on_gpu, "value")
         self._show_device()
+        self.workload._syncing = True
+        try:
+            if start is not None:
+                self.workload.load(start)
+            else:
+                self.workload.load(Scenario.from_dict(default_workload()))
+        finally:
+            self.workload._syncing = False
+        self.recompute()
         if lazy_chart is None:
             lazy_chart = _kernel() is not None
-        if lazy_chart:
-            self.chart.load_in_background()
-        else:
-            self.chart.load()
+        for chart in (self.panel.chart, self.chart):
+            if lazy_chart:
+                chart.load_in_background()
+            else:
+                chart.load()
 
     # -- layout hooks for later panels
     def add_control(self, widget: W.Widget) -> None:
@@ -91,6 +163,10 @@ class App(W.VBox):
     def add_result(self, widget: W.Widget) -> None:
         """Append a widget to the right column, below the existing results."""
         self.results.children = [*self.results.children, widget]
+
+    def on_estimate(self, callback) -> None:
+        """Call `callback(app)` after every good estimate."""
+        self._listeners.append(callback)
 
     # -- state
     @property
@@ -116,12 +192,51 @@ class App(W.VBox):
                 return fallback, message_html(f"{exc}. Showing {fallback} instead.")
         return default_gpu(self.db), ""
 
+    # -- the plan
+    def recompute(self, drop_rejected: bool = False) -> bool:
+        """Scenario.from_dict(the controls) -> estimate -> panels. On a rejection: the
+        message next to the control its key names, the last good estimate dimmed. With
+        `drop_rejected` (after a model or task change) entries the new choice rejects are
+        forgotten instead. True when a new estimate is shown."""
+        for _ in range(len(self.workload.entries) + 1):
+            try:
+                sc = Scenario.from_dict(self.workload.scenario_dict(self.gpu))
+                est = estimate(sc, self.device)
+            except VramplanError as exc:
+                key = getattr(exc, "key", None)
+                if drop_rejected and self.workload.drop_entry(key):
+                    continue
+                self.workload.show_error(key, str(exc))
+                self.panel.stale("The plan is not valid: " + str(exc))
+                return False
+            except Exception as exc:  # an estimator bug must not take the page down
+                msg = f"The estimate failed: {type(exc).__name__}: {exc}"
+                self.workload.show_error(None, msg)
+                self.panel.stale(msg)
+                return False
+            break
+        else:
+            return False
+        self.scenario, self.estimate = sc, est
+        self.workload.clear_errors()
+        self.workload.sync(sc)
+        query = sc.to_query()
+        self.url.query = query
+        self.panel.show(est.to_dict(), self.device.usable_bytes, query)
+        for fn in self._listeners:
+            fn(self)
+        return True
+
+    def _on_workload(self, kind: str) -> None:
+        self.recompute(drop_rejected=kind == "model")
+
     def _on_gpu(self, change) -> None:
         self.notice.value = ""
         self.notice.layout.display = "none"
         self.url.gpu = change["new"] or ""
         self._show_device()
         self.chart.refresh()
+        self.recompute()
 
     def _show_device(self) -> None:
         dev = self.device

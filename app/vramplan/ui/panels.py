@@ -210,10 +210,21 @@ def _kernel():
     return getattr(ip, "kernel", None)
 
 
+_ALTAIR_READY = threading.Event()
+_ALTAIR_LOCK = threading.Lock()
+
+
 def _prepare_altair() -> None:
-    """The slow part of the first chart (~3-4 s): import altair, bundle the offline JS."""
-    import altair as alt
-    alt.JupyterChart.enable_offline()
+    """The slow part of the first chart (~3-4 s): import altair, bundle the offline JS.
+    Once per process, however many chart panels ask."""
+    if _ALTAIR_READY.is_set():
+        return
+    with _ALTAIR_LOCK:
+        if _ALTAIR_READY.is_set():
+            return
+        import altair as alt
+        alt.JupyterChart.enable_offline()
+        _ALTAIR_READY.set()
 
 
 class ChartPanel(W.VBox):

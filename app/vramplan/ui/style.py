@@ -87,6 +87,70 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
                     border-radius: 8px; border: 1px dashed #e5e7eb; }}
 .vp-chart .vega-embed {{ width: 100%; }}
 .vp-chart .vega-embed summary {{ opacity: .5; }}
+
+/* ---- planner: fields, verdict, figures ---- */
+.vp-controls {{ flex: 0 0 360px; }}
+.vp-workload {{ gap: 12px; }}
+.vp-field {{ gap: 0; margin: 0 0 4px; }}
+.vp-field .vp-label {{ font-size: 11.5px; color: #4b5563; font-weight: 550; margin: 2px 0 1px; }}
+.vp-field .widget-text, .vp-field .widget-dropdown, .vp-field .widget-combobox {{ width: 100%; margin: 0; }}
+.vp-field .widget-checkbox {{ width: auto; margin: 0 12px 0 0; }}
+.vp-field .widget-checkbox .widget-label-basic {{ font-size: 12.5px; }}
+.vp-field .widget-checkbox input {{ margin-right: 5px; }}
+.vp-field .vp-msg-error {{ margin-top: 3px; font-size: 11.5px; word-break: break-word; }}
+.vp-section .widget-combobox input {{ border-radius: 6px; }}
+.vp-grid {{ margin-top: 2px; }}
+.vp-group-title {{ font-size: 12px; font-weight: 650; color: #6b7280; text-transform: uppercase;
+                   letter-spacing: .06em; margin: 8px 2px -4px; }}
+.vp-sub-title {{ font-size: 11px; font-weight: 650; text-transform: uppercase; letter-spacing: .06em;
+                 color: #6b7280; margin: 14px 0 0; }}
+
+.vp-estimate-panel {{ gap: 12px; transition: opacity .15s; }}
+.vp-estimate-panel.vp-stale .vp-estimate, .vp-estimate-panel.vp-stale .vp-breakdown,
+.vp-estimate-panel.vp-stale .vp-row, .vp-estimate-panel.vp-stale > .vp-section:last-child {{
+    opacity: .42; filter: grayscale(.6); }}
+.vp-verdict {{ display: flex; align-items: center; gap: 14px; border-radius: 10px; padding: 12px 16px; }}
+.vp-verdict.vp-fits {{ background: #ecfdf3; border: 1px solid #abefc6; }}
+.vp-verdict.vp-nofit {{ background: #fef3f2; border: 1px solid #fecdca; }}
+.vp-verdict-icon {{ width: 34px; height: 34px; border-radius: 50%; display: flex; align-items: center;
+                    justify-content: center; color: #fff; font-size: 18px; font-weight: 700; flex: 0 0 34px; }}
+.vp-fits .vp-verdict-icon {{ background: #12b76a; }}
+.vp-nofit .vp-verdict-icon {{ background: #f04438; }}
+.vp-verdict-main {{ flex: 1 1 auto; min-width: 0; }}
+.vp-verdict-title {{ font-size: 19px; font-weight: 700; letter-spacing: -0.01em; }}
+.vp-fits .vp-verdict-title {{ color: #05603a; }}
+.vp-nofit .vp-verdict-title {{ color: #912018; }}
+.vp-verdict-sub {{ color: #4b5563; font-size: 12.5px; margin-top: 2px; }}
+.vp-verdict-fig {{ text-align: right; flex: 0 0 auto; }}
+.vp-verdict-used {{ font-size: 22px; font-weight: 700; color: #111827; font-variant-numeric: tabular-nums; }}
+.vp-verdict-used span {{ font-size: 14px; font-weight: 500; color: #4b5563; }}
+.vp-verdict-detail {{ font-size: 12px; color: #4b5563; }}
+.vp-figs {{ display: grid; grid-template-columns: repeat(5, minmax(0, 1fr)); gap: 10px; margin-top: 12px; }}
+.vp-figs .vp-kpi {{ background: #f9fafb; border: 1px solid #eef0f3; border-radius: 8px; padding: 8px 10px; }}
+.vp-kpi .vp-k, .vp-share .vp-k {{ font-size: 11px; color: #6b7280; text-transform: uppercase; letter-spacing: .05em; }}
+.vp-figs .vp-v {{ font-size: 20px; font-weight: 650; color: #111827; margin-top: 2px;
+                  font-variant-numeric: tabular-nums; white-space: nowrap; }}
+.vp-figs .vp-d {{ font-size: 11.5px; color: #6b7280; margin-top: 1px; }}
+.vp-breakdown {{ width: 100%; }}
+.vp-breakdown .vp-chart-loading {{ height: 130px; }}
+.vp-row > .vp-section {{ height: 100%; }}
+.vp-table {{ border-collapse: collapse; width: 100%; font-size: 12.5px; }}
+.vp-table td {{ padding: 3px 0; border-bottom: 1px solid #f1f2f4; vertical-align: top; }}
+.vp-table td:first-child {{ color: #4b5563; padding-right: 10px; }}
+.vp-table td.vp-num {{ text-align: right; font-variant-numeric: tabular-nums; color: #111827; white-space: nowrap; }}
+.vp-list {{ margin: 4px 0 0 16px; padding: 0; font-size: 12.5px; color: #374151; }}
+.vp-list li {{ margin: 0 0 5px; line-height: 1.4; }}
+.vp-notes li {{ color: #4b5563; }}
+.vp-share {{ font-size: 12px; margin-bottom: 8px; word-break: break-all; }}
+.vp-share a {{ color: #2563eb; text-decoration: none; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }}
+.vp-downloads {{ display: flex; gap: 8px; margin-bottom: 6px; }}
+.vp-btn {{ display: inline-block; border: 1px solid #d0d5dd; border-radius: 6px; padding: 4px 10px;
+           font-size: 12px; color: #344054; text-decoration: none; background: #fff; }}
+.vp-btn:hover {{ background: #f9fafb; }}
+.vp-app details {{ margin-top: 4px; font-size: 12.5px; }}
+.vp-app summary {{ cursor: pointer; color: #374151; }}
+.vp-json {{ max-height: 260px; overflow: auto; background: #f8fafc; border: 1px solid #eef0f3;
+            border-radius: 6px; padding: 8px; font-size: 11.5px; margin: 4px 0; user-select: all; }}
 """
 
 

@@ -1,4 +1,5 @@
-"""Keep the chosen GPU in the page address (`?gpu=...`), so a plan can be shared as a link.
+"""Keep the plan in the page address, so a link reopens it: the whole scenario as
+`Scenario.to_query()` (`?model=...&task=...&gpu=...`); a link with only `?gpu=` still works.
 
 Reading: Voila gives the kernel the request's query string as $QUERY_STRING. Writing: a tiny
 anywidget (inline ES module, no network) calls `history.replaceState` when the value changes,
@@ -17,16 +18,21 @@ function render({ model, el }) {
   el.style.display = "none";
   const write = () => {
     if (!document.body || !document.body.dataset.voila) return;
-    const params = new URLSearchParams(window.location.search);
-    const gpu = model.get("gpu");
-    if (gpu) { params.set("gpu", gpu); } else { params.delete("gpu"); }
-    const q = params.toString();
+    const query = model.get("query");
+    let q;
+    if (query) { q = query; } else {
+      const params = new URLSearchParams(window.location.search);
+      const gpu = model.get("gpu");
+      if (gpu) { params.set("gpu", gpu); } else { params.delete("gpu"); }
+      q = params.toString();
+    }
     const url = window.location.pathname + (q ? "?" + q : "") + window.location.hash;
     if (url !== window.location.pathname + window.location.search + window.location.hash) {
       window.history.replaceState(window.history.state, "", url);
     }
   };
   model.on("change:gpu", write);
+  model.on("change:query", write);
   write();
 }
 export default { render };
@@ -34,10 +40,17 @@ export default { render };
 
 
 class UrlState(anywidget.AnyWidget):
-    """Invisible widget mirroring `gpu` into the address bar."""
+    """Invisible widget mirroring the plan into the address bar: `query` (the scenario's
+    query string) when set, else just `gpu`."""
 
     _esm = T.Unicode(_ESM).tag(sync=True)
     gpu = T.Unicode("").tag(sync=True)
+    query = T.Unicode("").tag(sync=True)
+
+
+def query_string(environ=None) -> str:
+    """The page's raw query string as Voila passed it to the kernel ('' elsewhere)."""
+    return (environ if environ is not None else os.environ).get("QUERY_STRING", "")
 
 
 def query_params(environ=None) -> dict[str, str]:

@@ -151,7 +151,9 @@ def footprint(scenario, spec, device) -> Footprint:
     temp = 0
     if layerwise and P.is_quantized(precs[den_name]):
         temp = 2 * den.get("ffn", 4 * den.get("hidden", 1024)) * den.get("hidden", 1024)
-    embeds = step_b * text_tokens * 4096 * den_e
+    # prompt embeddings fed to the denoiser: cross_attention_dim wide for a U-Net (768 SD1.x,
+    # 2048 SDXL), the T5 width (4096) for the DiTs
+    embeds = step_b * text_tokens * int(den.get("cross_attention_dim") or 4096) * den_e
     phases["denoise"] = {"weights": resident(den_name), "activations": act + small_state + embeds,
                          "temporary": temp}
     largest["denoise"] = big
@@ -203,7 +205,10 @@ def footprint(scenario, spec, device) -> Footprint:
         notes.append("offload 'model': only the running component is resident at each phase")
     # The caching allocator keeps each VAE level's segments (a level's blocks are too small
     # for the next, 4x larger level), so reserved memory climbs above allocated there.
-    floor = int(phases["vae-decode"]["weights"] + stair + out_img) if peak == "vae-decode" else 0
+    # The staircase is reserved whenever the decode runs (task denoise), also when another
+    # phase holds more allocated bytes: reserved is the maximum over the whole run.
+    floor = int(phases["vae-decode"]["weights"] + stair + out_img) if "vae-decode" in phases \
+        and task not in ("load", "forward") else 0
     return Footprint(components=components, peak_phase=peak, phases=phases,
                      largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes,
                      reserved_floor_bytes=floor)

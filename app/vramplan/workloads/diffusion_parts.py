@@ -39,31 +39,93 @@ def text_encoder_bytes(cfg: dict, batch: int, tokens: int, e: int) -> int:
 # denoisers
 
 
+def _unet_resnet(cin: int, cout: int) -> int:
+    """Peak of a ResnetBlock2D over its (caller-held) input, in bytes of the same unit: norm1 +
+    SiLU of the input, conv1, then `(shortcut(x) + h) / scale` holding the shortcut, h, the sum
+    and the quotient (the input itself when there is no shortcut, already held)."""
+    return max(2 * cin, cin + cout, 3 * cout + (cout if cin != cout else 0))
+
+
+def _unet_transformer(u: int, scores: int, cross: int) -> int:
+    """Peak of a Transformer2DModel over its held input (the residual), per BasicTransformerBlock:
+    the block input (held by the Transformer2D loop) + the residual stream + norm3 + GEGLU (8c
+    projection, gelu of its half 4c, the product 4c) = 19c per token; eager self-attention: block
+    input, norm1, q/k/v (head_to_batch_dim copies) + 2 score matrices (baddbmm into an empty
+    buffer, then softmax); cross-attention likewise with the text tokens."""
+    return max(19 * u, 5 * u + 2 * scores, 5 * u + 2 * cross, 3 * u)
+
+
 def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: int,
               eager: bool) -> tuple[int, int]:
     """(peak transient bytes, largest tensor) of one UNet2DConditionModel forward, batch b
-    (CFG already doubled). Peak over levels: skip connections held so far + the working set of
-    the block at that level (GEGLU feed-forward 18c per token, or eager attention scores)."""
+    (CFG already doubled), walked as diffusers runs it: the down path appends every block's
+    output (and each downsampler's) to the skip list; the mid block; the up path hands each up
+    block its lpb + 1 skips as a tuple the caller holds until the block returns, concatenates
+    them one by one with the running tensor (the caller also keeps the block's input), and
+    upsamples (nearest interpolate + conv) into the next level. The peak is the largest of
+    held skips + held inputs + the running block's working set (resnet, transformer: GEGLU 19c
+    per token or eager attention scores)."""
     chans, attn, heads = cfg["block_out_channels"], cfg["attention_levels"], cfg["heads"]
     lpb = cfg.get("layers_per_block", 2)
-    skips, best, largest = 0, 0, 0
-    for lvl, c in enumerate(chans):
-        n = (lat_h >> lvl) * (lat_w >> lvl)
-        unit = b * n * c * e
-        skips += (lpb + (1 if lvl == 0 else 0)) * unit
-        if attn[lvl]:
-            scores = 2 * b * heads[lvl] * n * n * e if eager else 0
-            cross = 2 * b * heads[lvl] * n * text_tokens * e if eager else 0
-            work = 3 * unit + max(18 * unit, 5 * unit + scores, 5 * unit + cross)
-            largest = max(largest, b * heads[lvl] * n * n * e if eager else 8 * unit)
-        else:
-            work = 4 * unit + unit                              # resnet: x, norm, silu, conv
-            largest = max(largest, unit)
-        best = max(best, skips + work)
-        if lvl < len(chans) - 1:
-            skips += b * (n // 4) * c * e                       # downsampler output
+    levels = len(chans)
+    ns, hh, ww = [], lat_h, lat_w
+    for _ in chans:                                             # conv stride 2, padding 1: ceil
+        ns.append(hh * ww)
+        hh, ww = (hh + 1) // 2, (ww + 1) // 2
+    unit = lambda lvl, c: b * ns[lvl] * c * e  # noqa: E731
+    peak = largest = 0
+
+    def transformer(lvl: int, depth_attn: bool) -> int:
+        nonlocal largest
+        u = unit(lvl, chans[lvl])
+        if not depth_attn:
+            return 0
+        s = b * heads[lvl] * ns[lvl] * ns[lvl] * e if eager else 0
+        x = b * heads[lvl] * ns[lvl] * text_tokens * e if eager else 0
+        largest = max(largest, s or 8 * u)
+        return u + _unet_transformer(u, s, x)                   # + its residual input
+
+    mid_attn = cfg.get("mid_attention", any(attn))
+    skips = [unit(0, chans[0])]                                 # conv_in output
+    cin = chans[0]
+    for lvl, c in enumerate(chans):                             # down path
+        for j in range(lpb):
+            held = sum(skips)
+            ci = cin if j == 0 else c
+            peak = max(peak, held + _unet_resnet(unit(lvl, ci), unit(lvl, c)),
+                       held + transformer(lvl, attn[lvl]))
+            largest = max(largest, unit(lvl, max(ci, c)))
+            skips.append(unit(lvl, c))
+        if lvl < levels - 1:                                    # downsampler
+            skips.append(unit(lvl + 1, c))
+            peak = max(peak, sum(skips))
+        cin = c
+    top = levels - 1
+    u_top = unit(top, chans[top])                               # mid block
+    held = sum(skips)
+    peak = max(peak, held + _unet_resnet(u_top, u_top),
+               held + transformer(top, mid_attn))
+    x_in = u_top
+    for lvl in reversed(range(levels)):                         # up path
+        c = chans[lvl]
+        tup = skips[-(lpb + 1):]
+        skips = skips[:-(lpb + 1)]
+        held = sum(skips) + sum(tup) + x_in
+        x = x_in
+        for j in range(lpb + 1):
+            cat = x + tup[-1 - j]
+            prev = x if j else 0                                # previous output, until the cat
+            peak = max(peak, held + prev + cat)
+            peak = max(peak, held + cat + _unet_resnet(cat, unit(lvl, c)))
+            largest = max(largest, cat)
+            peak = max(peak, held + transformer(lvl, attn[lvl]))
+            x = unit(lvl, c)
+        if lvl:                                                 # upsampler into level lvl - 1
+            up = unit(lvl - 1, c)
+            peak = max(peak, held + x + 2 * up)
+            x_in = up
     latents = 6 * b * cfg.get("latent_channels", 4) * lat_h * lat_w * 4
-    return int(best + latents), int(largest)
+    return int(peak + latents), int(largest)
 
 
 def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,

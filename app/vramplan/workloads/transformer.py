@@ -393,8 +393,10 @@ class _Ctx:
         peak = max(phases, key=lambda p: sum(phases[p].values()))
         comps = dict(phases[peak])
         self._train_notes(optim, impl, persist, paged, lora)
-        fp = self._fp(comps, peak, phases, int(max(logits / 3 if logits else 0, layer_full / 8,
-                                                   largest * tb)))
+        # the largest tensor live at the peak: after backward only parameter-sized ones remain
+        big = largest * tb if peak in ("optimizer-step", "backward-end") else \
+            max(logits / 3 if logits else 0, layer_full / 8, largest * tb)
+        fp = self._fp(comps, peak, phases, int(big))
         if paged and not opt_off:  # bitsandbytes paged states live in CUDA unified memory
             for ph in phases.values():
                 ph["optimizer_states"] = 0

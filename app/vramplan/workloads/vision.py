@@ -193,7 +193,9 @@ def footprint(scenario, spec, device) -> Footprint:
         act = a["inference_peak"] if task == "forward" else 0
         comps["activations"] = act
         return Footprint(components=comps, peak_phase="forward" if task == "forward" else "load",
-                         phases={"forward": dict(comps)}, largest_allocation=max(a["largest"], 0),
+                         phases={"forward": dict(comps)},
+                         largest_allocation=max(a["largest"] if task == "forward" else 0,
+                                                int(g.largest_param * (wb or 2))),
                          bandwidth={"bytes_per_step": int(weights + 2 * a["inference_peak"])},
                          notes=notes)
 
@@ -256,7 +258,8 @@ def footprint(scenario, spec, device) -> Footprint:
     saved = a["saved"]
     bw = 3 * weights + 2 * grads + 2 * states + 2 * saved
     return Footprint(components=comps, peak_phase=peak, phases=phases,
-                     largest_allocation=max(a["largest"], g.largest_param * 4),
+                     largest_allocation=max(a["largest"] if peak != "optimizer-step" else 0,
+                                            g.largest_param * 4),
                      bandwidth={"bytes_per_step": int(bw)}, notes=notes)
 
 
