@@ -35,3 +35,65 @@ def test_errors_exit_2(tmp_path, capsys):
     assert main(["estimate", "--model", "no-such-model", "--gpu", "nvidia-a100-sxm4-80gb"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "vramplan: error:" in err
+
+
+# --- flags for the non-transformer families, inline architectures and calibration ----------
+
+def _run_json(capsys, *argv):
+    from vramplan.cli import main
+    rc = main(["estimate", *argv, "--format", "json"])
+    out = capsys.readouterr()
+    return rc, out
+
+
+def test_resolution_steps_and_guidance_flags_reach_the_scenario(capsys):
+    import json
+    rc, out = _run_json(capsys, "--model", "stabilityai/stable-diffusion-xl-base-1.0",
+                        "--task", "denoise", "--resolution", "768x1024", "--steps", "20",
+                        "--no-guidance", "--gpu", "nvidia-l4")
+    assert rc == 0, out.err
+    sc = json.loads(out.out)["scenario"]
+    assert sc["resolution"] == [768, 1024] and sc["steps"] == 20 and sc["guidance"] is False
+
+
+def test_bad_resolution_text_names_the_flag(capsys):
+    from vramplan.cli import main
+    rc = main(["estimate", "--model", "torchvision/resnet50", "--resolution", "12xab",
+               "--gpu", "nvidia-l4"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--resolution" in err and "Traceback" not in err
+
+
+def test_inline_architecture_size_only(capsys):
+    import json
+    rc, out = _run_json(capsys, "--architecture", '{"params": 7e9}', "--task", "forward",
+                        "--precision", "bf16", "--gpu", "nvidia-a100-sxm4-80gb")
+    assert rc == 0, out.err
+    w = json.loads(out.out)["per_gpu"]["components"]["weights"]
+    assert abs(w - 14e9) / 14e9 < 0.03          # 7e9 params x 2 bytes, within the size rule
+
+
+def test_modelless_task_needs_no_model(capsys):
+    import json
+    rc, out = _run_json(capsys, "--task", "render", "--resolution", "3840x2160",
+                        "--gpu", "nvidia-rtx-4090")
+    assert rc == 0, out.err
+    assert json.loads(out.out)["gpu"]["usable_memory_bytes"] > 0
+
+
+def test_calibrate_applies_recorded_ratios(capsys, tmp_path, monkeypatch):
+    import json
+    from vramplan import calibration
+    from vramplan.estimate import estimate
+    monkeypatch.setenv("VRAMPLAN_CALIBRATION", str(tmp_path / "cal.json"))
+    plan = {"model": "gpt2", "task": "forward", "gpu": "nvidia-l4"}
+    e = estimate(plan).to_dict()
+    measured = {"per_gpu": {k: int(e["per_gpu"][k] * 1.10) for k in calibration.PEAKS}}
+    calibration.record(e, measured, software={"torch": "2.5.1", "cuda": "12.4", "driver": "550"})
+    rc, out = _run_json(capsys, "--model", "gpt2", "--task", "forward", "--gpu", "nvidia-l4",
+                        "--calibrate")
+    assert rc == 0, out.err
+    d = json.loads(out.out)
+    used = d["per_gpu"]["device_used_bytes"]
+    assert abs(used - e["per_gpu"]["device_used_bytes"] * 1.10) <= 2
+    assert "calibrated" in d["calibration_summary"] and "measured" in d["calibration_summary"]

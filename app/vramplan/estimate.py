@@ -33,7 +33,8 @@ class Estimate:
         g = self.gpu
         return {
             "scenario": self.scenario.to_dict(),
-            "gpu": {"id": g.id, "name": g.name, "memory_bytes": int(g.memory_bytes)},
+            "gpu": {"id": g.id, "name": g.name, "memory_bytes": int(g.memory_bytes),
+                    "usable_memory_bytes": int(g.usable_bytes)},
             "per_gpu": {"components": {k: int(v) for k, v in self.components.items()},
                         "peak_allocated_bytes": int(self.peak_allocated_bytes),
                         "peak_reserved_bytes": int(self.peak_reserved_bytes),

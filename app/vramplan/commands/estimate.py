@@ -1,6 +1,7 @@
 """`vramplan estimate`: one scenario from flags, or a scenario file (JSON or JSON Lines)."""
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -37,6 +38,19 @@ def register(subparsers) -> None:
     p.add_argument("--lora-targets", help="comma-separated module names")
     p.add_argument("--option", action="append", default=[], help="repeatable (compile, ...)")
     p.add_argument("--offload", action="append", default=[], help="repeatable")
+    p.add_argument("--architecture", metavar="JSON|FILE",
+                   help="inline architecture instead of --model: a Hugging Face config.json "
+                        "(path or JSON text) or '{\"params\": 7e9}'")
+    p.add_argument("--resolution", metavar="HxW", help="vision / diffusion / volume: 1024x1024 "
+                   "or DxHxW")
+    p.add_argument("--frames", type=int)
+    p.add_argument("--steps", type=int)
+    p.add_argument("--text-len", type=int)
+    p.add_argument("--guidance", action=argparse.BooleanOptionalAction, default=None,
+                   help="diffusion: classifier-free guidance (doubles the denoiser batch)")
+    p.add_argument("--calibrate", action="store_true",
+                   help="apply this GPU's calibration (measured / estimated ratios recorded by "
+                        "`vramplan measure --calibrate`) and show both figures")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=run)
 
@@ -45,7 +59,7 @@ def scenario_from_args(a) -> dict:
     d: dict = {}
     for key in ("model", "task", "batch_size", "seq_len", "new_tokens", "target_len",
                 "precision", "optimizer", "gradient_accumulation", "checkpointing", "attention",
-                "gpu"):
+                "gpu", "frames", "steps", "text_len", "guidance"):
         v = getattr(a, key, None)
         if v is not None:
             d[key] = v
@@ -60,11 +74,38 @@ def scenario_from_args(a) -> dict:
         if a.lora_targets:
             lora["targets"] = [t.strip() for t in a.lora_targets.split(",") if t.strip()]
         d["lora"] = lora
+    if a.architecture:
+        d["architecture"] = _architecture(a.architecture)
+    if a.resolution:
+        try:
+            d["resolution"] = [int(x) for x in a.resolution.lower().replace(",", "x").split("x")]
+        except ValueError:
+            raise VramplanError(f"--resolution: expected HxW or DxHxW in pixels, got "
+                                f"'{a.resolution}'") from None
     if a.option:
         d["options"] = list(a.option)
     if a.offload:
         d["offload"] = list(a.offload)
     return d
+
+
+def _architecture(text: str) -> dict:
+    """--architecture: a path to a config.json, or the JSON itself."""
+    src = text
+    p = Path(text)
+    if not text.lstrip().startswith("{") and p.exists():
+        try:
+            src = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise VramplanError(f"--architecture: cannot read '{text}': {exc}") from None
+    try:
+        obj = json.loads(src)
+    except json.JSONDecodeError as exc:
+        raise VramplanError(f"--architecture: neither a readable file nor JSON ({exc.msg})") \
+            from None
+    if not isinstance(obj, dict):
+        raise VramplanError("--architecture: expected a JSON object")
+    return obj
 
 
 def _read(path: str) -> tuple[bool, list]:
@@ -95,16 +136,25 @@ def _read(path: str) -> tuple[bool, list]:
     return True, items
 
 
-def _one(d) -> dict:
+def _one(d, calibrate: bool = False) -> dict:
     from ..estimate import estimate
     if isinstance(d, str):
         return {"error": d}
     if not isinstance(d, dict):
         return {"error": "a scenario must be a JSON object"}
     try:
-        return estimate(d).to_dict()
+        return _maybe_calibrate(estimate(d).to_dict(), calibrate)
     except VramplanError as exc:
         return {"error": str(exc)}
+
+
+def _maybe_calibrate(e: dict, calibrate: bool) -> dict:
+    if not calibrate:
+        return e
+    from .. import calibration
+    out = calibration.apply(e)
+    out["calibration_summary"] = calibration.describe(e)
+    return out
 
 
 def run(a) -> int:
@@ -113,18 +163,20 @@ def run(a) -> int:
         many, items = _read(a.scenario)
         if many:
             for d in items:
-                emit(json.dumps(_one(d)))
+                emit(json.dumps(_one(d, a.calibrate)))
             return 0
         est = estimate(items[0])
     else:
         d = scenario_from_args(a)
-        if "model" not in d:
-            raise VramplanError("give --model (or --scenario FILE)")
+        if "model" not in d and "architecture" not in d and d.get("task") not in (
+                "render", "volume", "array"):
+            raise VramplanError("give --model or --architecture (or --scenario FILE)")
         est = estimate(d)
+    e = _maybe_calibrate(est.to_dict(), a.calibrate)
     if a.format == "json":
-        emit(dump_json(est.to_dict()))
+        emit(dump_json(e))
     else:
-        emit(render_table(est.to_dict()))
+        emit(render_table(e))
     return 0
 
 
@@ -152,6 +204,8 @@ def render_table(e: dict) -> str:
                          f">= {bw.get('min_step_time_s', 0) * 1e3:.1f} ms/step")
         if "max_tokens_per_s" in bw:
             lines.append(f"  <= {bw['max_tokens_per_s']:.0f} tokens/s (memory-bound)")
+    if e.get("calibration_summary"):
+        lines += ["", f"calibration: {e['calibration_summary']}"]
     if e.get("notes"):
         lines.append("")
         lines += [f"note: {n}" for n in e["notes"]]
