@@ -259,7 +259,8 @@ def check(e):
     d = e.to_dict()
     json.dumps(d, allow_nan=False)
     assert CONTRACT <= set(d) and set(d) - CONTRACT <= EXTRA_OUT, set(d)
-    assert set(d["gpu"]) == {"id", "name", "memory_bytes"}
+    assert set(d["gpu"]) == {"id", "name", "memory_bytes", "usable_memory_bytes"}
+    assert 0 < d["gpu"]["usable_memory_bytes"] <= d["gpu"]["memory_bytes"] * 1.05
     pg = d["per_gpu"]
     assert set(pg) == {"components", "peak_allocated_bytes", "peak_reserved_bytes",
                        "device_used_bytes"}
