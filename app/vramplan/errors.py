@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 
@@ -51,13 +52,23 @@ class UnavailableError(VramplanError, RuntimeError):
 
 
 def closest(wanted: str, known: list[str], n: int = 5) -> list[str]:
-    """Closest ids to `wanted`: substring matches first, then difflib similarity."""
-    w = wanted.lower()
-    subs = [k for k in known if w and (w in k.lower() or k.lower() in w)]
-    fuzzy = difflib.get_close_matches(w, [k.lower() for k in known], n=n, cutoff=0.4)
-    lower_map = {k.lower(): k for k in known}
+    """Closest ids to `wanted`: substring matches first, then by similarity to the id or to any
+    run of its dash/slash-separated parts ('h1000' is close to the 'h100' of
+    'nvidia-h100-sxm5-80gb', not only to ids spelled alike)."""
+    w = wanted.lower().strip()
+    if not w:
+        return []
+    subs = [k for k in known if w in k.lower() or k.lower() in w]
+    scored = []
+    for k in known:
+        parts = re.split(r"[-_/ .]+", k.lower())
+        windows = {k.lower()} | {"-".join(parts[i:j]) for i in range(len(parts))
+                                 for j in range(i + 1, min(len(parts), i + 3) + 1)}
+        score = max(difflib.SequenceMatcher(None, w, x).ratio() for x in windows)
+        if score >= 0.6:
+            scored.append((-score, len(k), k))
     out: list[str] = []
-    for k in subs[:n] + [lower_map[f] for f in fuzzy]:
+    for k in subs[:n] + [k for _, _, k in sorted(scored)]:
         if k not in out:
             out.append(k)
     return out[:n]
