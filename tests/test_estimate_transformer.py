@@ -99,3 +99,19 @@ def test_max_batch_size_bisection():
     assert estimate({**e.scenario.to_dict(), "batch_size": mb}, with_max_batch=False).fits
     assert not estimate({**e.scenario.to_dict(), "batch_size": mb + 1},
                         with_max_batch=False).fits
+
+
+def test_serve_max_batch_is_the_pools_full_length_concurrency():
+    """vLLM reports 'maximum concurrency' = KV pool tokens / max_model_len, capped by
+    max_num_seqs; memory itself does not grow with the batch (the pool is pre-allocated)."""
+    from vramplan.estimate import estimate
+    e = estimate({"model": "meta-llama/Meta-Llama-3-8B", "task": "serve",
+                  "gpu": "nvidia-h100-sxm5-80gb"}).to_dict()
+    pool_tokens = e["bandwidth"]["kv_pool_tokens"]
+    assert e["max_batch_size"] == min(256, pool_tokens // 8192)
+    # Llama-3-8B: 128 KiB of bf16 KV per token
+    assert pool_tokens == e["per_gpu"]["components"]["kv_cache"] // (128 * 1024)
+    short = estimate({"model": "meta-llama/Meta-Llama-3-8B", "task": "serve",
+                      "serving": {"max_model_len": 1024, "max_num_seqs": 64},
+                      "gpu": "nvidia-h100-sxm5-80gb"})
+    assert short.max_batch_size == 64            # capped by the scheduler, not the pool

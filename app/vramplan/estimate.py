@@ -104,7 +104,10 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
     dev = _device(sc, gpu)
     spec = _spec(sc)
     fp, comps, alloc, reserved, used = _figures(sc, dev, spec)
-    mb = max_batch_size(sc, dev, spec=spec) if with_max_batch else 0
+    if fp.batch_capacity is not None:
+        mb = fp.batch_capacity if _fits(used, dev) else 0
+    else:
+        mb = max_batch_size(sc, dev, spec=spec) if with_max_batch else 0
     bw = _bandwidth(fp, dev)
     notes = list(fp.notes) + [
         "components sum to peak_allocated_bytes except cuda_context, allocator_slack and other "

@@ -36,6 +36,9 @@ class Footprint:
     extra_device_bytes: dict[str, int] = field(default_factory=dict)
     """memory the process holds outside the allocator for this workload (e.g. NCCL buffers,
     CUDA graphs, pre-allocated engine pools) that overhead.py should add to device-used"""
+    batch_capacity: int | None = None
+    """for workloads whose memory does not grow with the batch (an engine's pre-allocated KV
+    pool), the most sequences / items the plan can hold at once; max_batch_size reports it"""
     reserved_floor_bytes: int = 0
     """least the caching allocator holds at the peak, from the workload's allocation history
     (e.g. a sequence of ever larger buffers whose freed segments are too small to reuse);
