@@ -292,6 +292,50 @@ def test_tasks_and_fields_follow_the_model_family(app):
     assert not f["optimizer"].visible                  # generate does not train
 
 
+def test_tasks_come_from_valid_tasks_not_from_trial_estimates(app, monkeypatch):
+    from vramplan import estimate as E
+    from vramplan.scenario import valid_tasks
+    calls = []
+    real = E.estimate
+    monkeypatch.setattr(E, "estimate", lambda *a, **k: calls.append(a) or real(*a, **k))
+    for model in ("torchvision/vit_b_16", "bert-base-uncased", "black-forest-labs/FLUX.1-dev",
+                  "t5-small"):
+        calls.clear()
+        app.workload.set("model", model)
+        assert tuple(v for _, v in app.workload.task.options) == valid_tasks(model)
+        assert len(calls) <= 1                 # the plan's own estimate, no probing per task
+
+
+def test_model_defaults_show_as_values_and_hints(app):
+    w, f = app.workload, app.workload.fields
+    w.set("model", "black-forest-labs/FLUX.1-dev")
+    w.set("task", "denoise")
+    shown = {k: f[k].widget.value for k in ("resolution", "steps", "text_len", "guidance")}
+    assert shown == {"resolution": "1024 × 1024", "steps": "28", "text_len": "512",
+                     "guidance": False}                # guidance-distilled: no CFG
+    assert all(f[k].visible for k in shown) and not f["frames"].visible
+    assert f["resolution"].widget.placeholder == "default 1024 × 1024"
+    assert not w.entries and app.scenario.steps == 28
+    w.set("steps", "8")
+    assert app.scenario.steps == 8 and "steps=8" in app.url.query
+    w.set("steps", "")                                 # cleared: the default again
+    assert f["steps"].widget.value == "28" and app.scenario.steps == 28
+    w.set("guidance", True)
+    assert app.scenario.guidance is True
+    w.set("model", "THUDM/CogVideoX-5b")
+    assert f["frames"].visible and f["frames"].widget.value == "49"
+    assert f["resolution"].widget.value == "480 × 720"
+    w.set("model", "stable-diffusion-v1-5/stable-diffusion-v1-5")
+    assert f["resolution"].widget.value == "512 × 512" and not f["frames"].visible
+    w.set("model", "stabilityai/stable-diffusion-xl-base-1.0")
+    assert f["resolution"].widget.value == "1024 × 1024"    # not SD 1.5's size carried over
+    assert app.scenario.resolution == (1024, 1024)
+    w.set("task", "lora")                              # training: no sampling steps, no CFG
+    assert not f["steps"].visible and not f["guidance"].visible and f["resolution"].visible
+    w.set("model", "torchvision/vit_b_16")
+    assert f["resolution"].widget.value == "224 × 224" and not f["text_len"].visible
+
+
 def test_size_only_plan(app):
     app.workload.set("params", "7B")
     assert app.scenario.architecture == {"params": 7e9}

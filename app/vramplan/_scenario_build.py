@@ -17,25 +17,50 @@ TRANSFORMER = ("decoder", "encoder", "encoder-decoder")
 _LIMIT = 1 << 30   # sanity bound for counts (tokens, steps, frames, batch)
 
 
+def supported_tasks(family: str | None) -> tuple[str, ...]:
+    """The tasks a model family supports, in TASKS order: the workload registrations' table
+    (`vramplan.workloads.family_tasks`); family None: the model-less tasks."""
+    from .workloads import family_tasks
+    ok = set(family_tasks(family))
+    return tuple(t for t in TASKS if t in ok)
+
+
 def _default_task(spec) -> str:
     if spec is None:
         raise ScenarioError("task", f"is required when there is no model; one of "
                                     f"{', '.join(TASKS)}")
-    return "denoise" if spec.family == "diffusion" else "train"
+    ok = supported_tasks(spec.family)
+    for task in ("denoise", "train"):      # a pipeline samples; any other model trains
+        if task in ok:
+            return task
+    return ok[0] if ok else "train"
 
 
-def _check_task_family(task: str, family: str | None) -> None:
-    if task in MODELLESS_TASKS:
+def _check_task_family(task: str, spec) -> None:
+    """A task the model's family does not support is refused here, naming the valid ones."""
+    if task in MODELLESS_TASKS or spec is None:
         return
-    if task == "denoise" and family != "diffusion":
-        raise ScenarioError("task", f"'denoise' needs a diffusion pipeline; the model is a "
-                                    f"{family} model")
-    if task in ("generate", "serve") and family not in ("decoder", "encoder-decoder"):
-        raise ScenarioError("task", f"'{task}' needs a decoder or encoder-decoder model; the "
-                                    f"model is a{'n' if family[0] in 'aeiou' else ''} {family} "
-                                    f"model")
-    if task == "serve" and family != "decoder":
-        raise ScenarioError("task", "'serve' needs a decoder model")
+    from .workloads import families
+    ok = supported_tasks(spec.family)
+    if task in ok:
+        return
+    fam = spec.family
+    if not ok:
+        raise ScenarioError("task", f"no workload module estimates model family '{fam}' "
+                                    f"('{spec.id}')")
+    where = [f for f in families() if task in supported_tasks(f)]
+    hint = f" ('{task}' is for {', '.join(where)} models)" if where else ""
+    raise ScenarioError("task", f"'{task}' is not supported for {fam} models ('{spec.id}'); "
+                                f"valid tasks: {', '.join(ok)}{hint}")
+
+
+def model_defaults(task: str, spec) -> dict:
+    """Keys the model's catalog config decides (resolution, steps, frames, text_len, guidance),
+    from its family's defaults hook (`vramplan.workloads.family_defaults`); JSON values."""
+    if spec is None:
+        return {}
+    from .workloads import family_defaults
+    return family_defaults(task, spec)
 
 
 def _precision(v: Any, task: str, default: str):
@@ -100,14 +125,17 @@ def build(cls, d: Any, *, base_dir: Path | None = None):
         raise ScenarioError("model", f"task '{task}' needs a 'model' (catalog id) or an "
                                      f"'architecture'")
     family = spec.family if spec is not None else None
-    _check_task_family(task, family)
+    _check_task_family(task, spec)
     transformer = family in TRANSFORMER
     arch_info = spec.arch if transformer else None
     maxpos = arch_info.max_positions if arch_info is not None else None
     defaults = task_defaults(task, family, maxpos)
+    # what the model decides (native resolution, pipeline steps, ...) under what was given;
+    # read and checked like given values
+    src = {**model_defaults(task, spec), **{k: v for k, v in d.items() if v is not None}}
 
     def get(key, reader, *args):
-        v = d.get(key)
+        v = src.get(key)
         return defaults.get(key) if v is None else reader(key, v, *args)
 
     def only(key: str, ok: bool, where: str) -> None:
@@ -137,8 +165,8 @@ def build(cls, d: Any, *, base_dir: Path | None = None):
     text_len = get("text_len", S._int, 1, _LIMIT)
     guidance = get("guidance", S._bool)
     resolution = None
-    if d.get("resolution") is not None:
-        r = d["resolution"]
+    if src.get("resolution") is not None:
+        r = src["resolution"]
         if not isinstance(r, (list, tuple)) or len(r) not in (2, 3):
             raise ScenarioError("resolution", f"must be [h, w] or [d, h, w], got {r!r}")
         resolution = tuple(S._int("resolution", x, 1, 1 << 20) for x in r)
@@ -253,7 +281,7 @@ def replace_dict(sc, changes: dict) -> dict:
         old = task_defaults(sc.task, fam, maxpos)
         old["lora"] = S.LoraConfig().to_dict() if sc.task in ("lora", "qlora") else None
         old["target_len"] = base.get("seq_len")
-        old_extra = S._extra_defaults(sc.task, spec)
+        old_extra = {**S._extra_defaults(sc.task, spec), **model_defaults(sc.task, spec)}
         for k, v in old_extra.items():
             if k in base and k not in changes and base[k] == v:
                 del base[k]

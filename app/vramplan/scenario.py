@@ -28,6 +28,7 @@ from ._scenario_rules import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, MODELLE
 from . import _scenario_query as _query
 
 __all__ = ["Scenario", "LoraConfig", "ParallelConfig", "ServingConfig", "load_scenarios",
+           "valid_tasks", "model_defaults",
            "TASKS", "PRECISIONS", "OPTIMIZERS", "CHECKPOINTING", "ATTENTION", "OPTIONS",
            "OFFLOAD", "KV_CACHE_DTYPES", "CONTRACT_KEYS", "extra_keys"]
 
@@ -227,6 +228,40 @@ def _extra_defaults(task: str, spec) -> dict:
         n = 1
     out = fn(task, spec) if n >= 2 else fn(task)
     return dict(out or {})
+
+
+# ---- what a model supports -------------------------------------------------------------------
+
+def _spec_of(model_or_spec):
+    """A ModelSpec from a catalog id (str), an inline architecture (dict) or a ModelSpec."""
+    if isinstance(model_or_spec, str):
+        return _resolve_model(model_or_spec)[1]
+    if isinstance(model_or_spec, dict):
+        return _resolve_architecture(model_or_spec, None)[1]
+    if not hasattr(model_or_spec, "family"):
+        raise ScenarioError("model", f"expected a catalog id, an architecture object or a "
+                                     f"ModelSpec, got {type(model_or_spec).__name__}")
+    return model_or_spec
+
+
+def valid_tasks(model_or_spec=None) -> tuple[str, ...]:
+    """The tasks `Scenario.from_dict` accepts for a model (a catalog id, an inline
+    `architecture` dict or a ModelSpec), in TASKS order, from the workload modules' table
+    (`vramplan.workloads.family_tasks`). None: the model-less tasks (render, volume, array).
+    An unknown id raises ScenarioError('model', ...) listing the closest ids."""
+    from ._scenario_build import supported_tasks
+    if model_or_spec is None:
+        return supported_tasks(None)
+    return supported_tasks(_spec_of(model_or_spec).family)
+
+
+def model_defaults(model_or_spec, task: str | None = None) -> dict:
+    """The keys a model's catalog config decides when a scenario leaves them out (native
+    `resolution`, pipeline `steps` / `frames` / `text_len` / `guidance`), as `to_dict` shows
+    them, for `task` (default: the model's default task). {} for transformers."""
+    from ._scenario_build import _default_task, model_defaults as _defaults
+    spec = _spec_of(model_or_spec)
+    return _defaults(task if task is not None else _default_task(spec), spec)
 
 
 # ---- the Scenario ----------------------------------------------------------------------------

@@ -82,6 +82,12 @@ class ModelSpec:
     def max_positions(self) -> int | None:
         return self.arch.max_positions if self.is_transformer else None
 
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """The scenario tasks this model supports (`vramplan.scenario.valid_tasks`)."""
+        from ..scenario import valid_tasks
+        return valid_tasks(self)
+
     def to_dict(self) -> dict:
         return {"id": self.id, "family": self.family, "source": self.source,
                 "aliases": list(self.aliases), "config": self.config}

@@ -3,13 +3,17 @@
 The controls edit a *draft*: the model (or a size), the task and the entries the user typed or
 picked (`entries`, keyed by scenario key, dotted for nested keys: `lora.rank`,
 `parallel.gpus`). `scenario_dict(gpu)` turns the draft into the dict `Scenario.from_dict`
-validates; the controls decide nothing about memory. Which fields show, which tasks and
-precisions are offered, all come from asking the API (`Scenario.from_dict` / `estimate`)
-whether it accepts them, so a new model family needs no change here.
+validates; the controls decide nothing about memory. Everything they offer comes from the API,
+so a new model family needs no change here: the tasks from `vramplan.scenario.valid_tasks`,
+the size fields from the normalised scenario of the model and task (a field shows when the
+scenario holds a value for it: `seq_len` for a transformer, the native `resolution` of a
+vision model, a pipeline's `steps` / `frames` / `text_len` / `guidance`), the "how it runs"
+fields and the precisions from whether `Scenario.from_dict` accepts them.
 
 Fields the user did not touch show the normalised scenario's value (defaults change with the
-task); a field the user edited keeps exactly what was typed, also when it is rejected, and the
-rejection is shown under it (`show_error(key, message)`).
+model and the task), with the default as a hint once cleared; a field the user edited keeps
+exactly what was typed, also when it is rejected, and the rejection is shown under it
+(`show_error(key, message)`).
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Any, Callable
 import ipywidgets as W
 
 from ..errors import VramplanError
-from ..scenario import MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, Scenario
+from ..scenario import OPTIMIZERS, PRECISIONS, Scenario, valid_tasks
 from .controls import message_html
 from .panels import section
 
@@ -49,10 +53,10 @@ TEXT_FIELDS = {
     "seq_len": ("Sequence length", "int", "tokens"),
     "new_tokens": ("New tokens", "int", "generated"),
     "target_len": ("Target length", "int", "decoder tokens"),
-    "resolution": ("Resolution", "res", "model default"),
-    "frames": ("Frames", "int", "model default"),
-    "steps": ("Steps", "int", "model default"),
-    "text_len": ("Prompt tokens", "int", "model default"),
+    "resolution": ("Resolution", "res", "h × w"),
+    "frames": ("Frames", "int", "video frames"),
+    "steps": ("Steps", "int", "denoising steps"),
+    "text_len": ("Prompt tokens", "int", "tokens"),
     "gradient_accumulation": ("Grad. accumulation", "int", "micro-batches"),
     "lora.rank": ("LoRA rank", "int", "r"),
     "serving.gpu_memory_utilization": ("GPU memory util.", "float", "0-1"),
@@ -66,16 +70,19 @@ DROPDOWNS = {
     "checkpointing": ("Checkpointing", ("none", "selective", "full")),
     "attention": ("Attention", ("eager", "sdpa", "flash")),
     "parallel.zero": ("ZeRO / FSDP", (0, 1, 2, 3)),
+    "guidance": ("Classifier-free guidance", (("on (CFG: 2x denoiser batch)", True),
+                                              ("off", False))),
 }
 OPTION_BOXES = {"compile": "torch.compile", "chunked-loss": "Chunked loss",
                 "expandable-segments": "Expandable segments"}
 
-# a value each optional key accepts wherever it applies: a key is shown when the scenario
+# sizes a model and task decide: a field shows when the normalised scenario holds a value
+_SIZES = ("seq_len", "new_tokens", "target_len", "resolution", "frames", "steps", "text_len",
+          "guidance")
+# how it runs: a value each key accepts wherever it applies; the field shows when the scenario
 # accepts it for the chosen model and task (the scenario's own rules, asked, not copied)
-_PROBES = {"seq_len": 8, "new_tokens": 1, "target_len": 8, "resolution": [64, 64],
-           "frames": 1, "steps": 1, "text_len": 8, "optimizer": "sgd",
-           "checkpointing": "full", "gradient_accumulation": 2, "attention": "sdpa",
-           "serving": {}}
+_PROBES = {"optimizer": "sgd", "checkpointing": "full", "gradient_accumulation": 2,
+           "attention": "sdpa"}
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbt]?)\s*$", re.I)
 _SCALE = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
 
@@ -135,6 +142,11 @@ def _show(value: Any) -> str:
     return str(value)
 
 
+def _values(w: W.Widget) -> list:
+    """The values a dropdown offers (options are values or (label, value) pairs)."""
+    return [o[1] if isinstance(o, tuple) else o for o in w.options]
+
+
 def _get(d: dict, key: str) -> Any:
     for part in key.split("."):
         if not isinstance(d, dict):
@@ -165,25 +177,13 @@ def accepts(seed: dict, **extra) -> bool:
     return _accepts(json.dumps(seed, sort_keys=True), json.dumps(extra, sort_keys=True))
 
 
-@functools.lru_cache(maxsize=256)
-def _tasks(model_json: str, gpu: str) -> tuple[str, ...]:
-    from ..estimate import estimate
-    ok = []
-    for task in TASKS:
-        if task in MODELLESS_TASKS:
-            continue
-        try:
-            estimate(Scenario.from_dict({**json.loads(model_json), "task": task}), gpu,
-                     with_max_batch=False)
-            ok.append(task)
-        except VramplanError:
-            continue
-    return tuple(ok)
-
-
-def tasks_for(model: dict, gpu: str) -> tuple[str, ...]:
-    """The tasks the estimator takes for this model (`{"model": id}` or `{"architecture":..}`)."""
-    return _tasks(json.dumps(model, sort_keys=True), gpu)
+def tasks_for(model: dict) -> tuple[str, ...]:
+    """The tasks the model supports (`{"model": id}` or `{"architecture": ...}`): the API's
+    `valid_tasks`; () for a model the API does not know."""
+    try:
+        return valid_tasks(model["model"] if "model" in model else model["architecture"])
+    except (VramplanError, KeyError):
+        return ()
 
 
 @functools.lru_cache(maxsize=256)
@@ -277,7 +277,8 @@ class WorkloadControls(W.VBox):
         self.workload_box = section(
             "Workload", f["family"], f["model"], f["architecture"], f["task"],
             _grid(f["batch_size"], f["seq_len"], f["new_tokens"], f["target_len"],
-                  f["resolution"], f["steps"], f["frames"], f["text_len"]), self.message)
+                  f["resolution"], f["steps"], f["frames"], f["text_len"], f["guidance"]),
+            self.message)
         self.run_box = section(
             "How it runs",
             _grid(f["precision"], f["attention"], f["optimizer"], f["checkpointing"],
@@ -359,8 +360,7 @@ class WorkloadControls(W.VBox):
                 box.value = k in d.get("options", ())
             for key, v in self.entries.items():
                 w = self.fields[key].widget
-                if key in TEXT_FIELDS or v in [o[1] if isinstance(o, tuple) else o
-                                               for o in w.options]:
+                if key in TEXT_FIELDS or v in _values(w):
                     w.value = v
         finally:
             self._syncing = False
@@ -369,10 +369,9 @@ class WorkloadControls(W.VBox):
     def refresh_choices(self, task: str | None = None) -> None:
         """Offer the tasks, fields and precisions the API accepts for the model."""
         seed = self.model_seed()
-        gpu = self.gpu()
-        if not seed or not gpu or not accepts(seed):
+        if not seed or not accepts(seed):
             return                     # unknown model while typing: keep the layout
-        tasks = tasks_for(seed, gpu)
+        tasks = tasks_for(seed)
         if not tasks:
             return
         want = task or self.task.value
@@ -387,12 +386,12 @@ class WorkloadControls(W.VBox):
             self._syncing = False
         full = {**seed, "task": want}
         base = defaults_for(full)
+        for key in _SIZES:
+            self.fields[key].show(key in base)
         for key, probe in _PROBES.items():
-            if key in self.fields:
-                self.fields[key].show(accepts(full, **{key: probe}))
-        self.fields["serving.gpu_memory_utilization"].show(accepts(full, serving={}))
+            self.fields[key].show(accepts(full, **{key: probe}))
+        self.fields["serving.gpu_memory_utilization"].show("serving" in base)
         self.fields["lora.rank"].show("lora" in base)
-        self.fields["frames"].show(self.fields["frames"].visible and self._has_frames(seed))
         self.fields["options"].show(True)
         self.options["chunked-loss"].layout.display = \
             "" if self.fields["seq_len"].visible else "none"
@@ -406,27 +405,27 @@ class WorkloadControls(W.VBox):
                 if isinstance(base.get("precision"), str) else precisions[0]
         finally:
             self._syncing = False
-        self._placeholders(seed)
+        self._show_defaults(base)
 
-    def _has_frames(self, seed: dict) -> bool:
-        spec = self._spec(seed)
-        cfg = getattr(spec, "config", {}) or {}
-        return bool(cfg.get("video") or cfg.get("default_frames") or cfg.get("frames"))
-
-    def _spec(self, seed: dict):
+    def _show_defaults(self, base: dict) -> None:
+        """The normalised defaults of the model and task: the value of every field the user
+        did not touch, and the hint (placeholder) of every text field."""
+        self._syncing = True
         try:
-            return Scenario.from_dict(seed).spec if seed else None
-        except VramplanError:
-            return None
-
-    def _placeholders(self, seed: dict) -> None:
-        """Model defaults the scenario leaves to the workload module, as greyed hints."""
-        cfg = getattr(self._spec(seed), "config", {}) or {}
-        for key, names in (("resolution", ("default_resolution", "resolution")),
-                           ("steps", ("default_steps",)), ("frames", ("default_frames",))):
-            v = next((cfg[n] for n in names if cfg.get(n)), None)
-            self.fields[key].widget.placeholder = (f"model default {_show(v)}" if v
-                                                   else "model default")
+            for key in (*TEXT_FIELDS, *DROPDOWNS):
+                v = _get(base, key)
+                w = self.fields[key].widget
+                if key in TEXT_FIELDS:
+                    w.placeholder = (f"default {_show(v)}" if v is not None
+                                     else TEXT_FIELDS[key][2])
+                if key in self.entries or v is None:
+                    continue
+                if key in TEXT_FIELDS:
+                    w.value = _show(v)
+                elif v in _values(w):
+                    w.value = v
+        finally:
+            self._syncing = False
 
     def sync(self, sc: Scenario) -> None:
         """After a good estimate: fields the user did not touch show the normalised values."""
@@ -440,8 +439,7 @@ class WorkloadControls(W.VBox):
                 v = _get(d, key)
                 if key in TEXT_FIELDS:
                     w.value = _show(v)
-                elif v is not None and v in [o[1] if isinstance(o, tuple) else o
-                                             for o in w.options]:
+                elif v is not None and v in _values(w):
                     w.value = v
         finally:
             self._syncing = False

@@ -27,6 +27,32 @@ from .diffusion_parts import (dit_step, text_encoder_bytes, unet_step, vae2d_dec
                               vae3d_decode)
 
 DENOISERS = ("unet", "transformer")
+TASKS = ("train", "lora", "forward", "denoise", "load")
+TEXT_ENCODERS = ("clip-text", "t5-encoder")
+SAMPLING_TASKS = ("forward", "denoise", "load")   # tasks that read `steps` and `guidance`
+
+
+def scenario_defaults(task: str, spec) -> dict:
+    """What a scenario leaves out and the pipeline decides (the family's defaults hook), from
+    the catalog config: `resolution` (`default_resolution`, the pipeline's native size),
+    `frames` (`default_frames`, video pipelines), `text_len` (the tokenizer max length of the
+    encoder `text_len` sizes: the T5 encoder's `max_tokens`, else CLIP's 77; none for
+    class-conditional pipelines), and for the tasks that sample, `steps` (`default_steps`) and
+    `guidance` (true where the pipeline uses classifier-free guidance, `guidance: "cfg"`;
+    false for guidance-distilled ones such as FLUX.1-dev/schnell). Training reads neither.
+    A config without them gets 1024 x 1024, 1 frame, 50 steps."""
+    cfg = spec.config
+    out: dict = {"resolution": [int(r) for r in cfg.get("default_resolution", (1024, 1024))]}
+    if cfg.get("video"):
+        out["frames"] = int(cfg.get("default_frames", 1))
+    enc = [c for c in cfg["components"].values() if c["kind"] in TEXT_ENCODERS]
+    if enc:
+        t5 = [c for c in enc if c["kind"] == "t5-encoder"]
+        out["text_len"] = int(max(c["max_tokens"] for c in (t5 or enc)))
+    if task in SAMPLING_TASKS:
+        out["steps"] = int(cfg.get("default_steps", 50))
+        out["guidance"] = cfg.get("guidance") == "cfg"
+    return out
 
 
 def _act_bytes(prec: str) -> int:
@@ -76,13 +102,12 @@ def _lora_params(den: dict, rank: int, n_targets: int) -> int:
 
 
 def _geometry(scenario, cfg):
-    res = scenario.resolution or tuple(cfg.get("default_resolution", (1024, 1024)))
-    h, w = int(res[-2]), int(res[-1])
-    frames = int(scenario.frames or cfg.get("default_frames", 1)) if cfg.get("video") else 1
+    h, w = int(scenario.resolution[-2]), int(scenario.resolution[-1])
+    frames = int(scenario.frames) if cfg.get("video") else 1
     return h, w, frames
 
 
-@register(families=("diffusion",))
+@register(families=("diffusion",), supports=TASKS, defaults=scenario_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     cfg = spec.config
     comps = cfg["components"]
@@ -91,7 +116,7 @@ def footprint(scenario, spec, device) -> Footprint:
     offload_model = "model" in set(scenario.offload or ())
     b = int(scenario.batch_size)
     h, w, frames = _geometry(scenario, cfg)
-    guidance = scenario.guidance if scenario.guidance is not None else cfg.get("guidance") == "cfg"
+    guidance = bool(scenario.guidance)              # None for train / lora: no CFG batch
     cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
                      and task != "lora") else 1
     eager = scenario.attention == "eager"
@@ -121,10 +146,9 @@ def footprint(scenario, spec, device) -> Footprint:
     # -- text encoders ------------------------------------------------------------------------
     text_tokens = 0
     for n, c in comps.items():
-        if c["kind"] not in ("clip-text", "t5-encoder"):
+        if c["kind"] not in TEXT_ENCODERS:
             continue
-        toks = c["max_tokens"] if c["kind"] == "clip-text" else int(scenario.text_len or
-                                                                    c["max_tokens"])
+        toks = c["max_tokens"] if c["kind"] == "clip-text" else int(scenario.text_len)
         text_tokens += toks if den.get("joint_text") or c["kind"] == "t5-encoder" or \
             den["kind"] == "unet" else 0
         act = text_encoder_bytes(c, b * cfg_mult, toks, _act_bytes(precs[n]))
@@ -195,7 +219,7 @@ def footprint(scenario, spec, device) -> Footprint:
     components = {k: int(v) for k, v in components.items()}
     for k in ("weights", "activations", "temporary"):
         components.setdefault(k, 0)
-    steps = int(scenario.steps or cfg.get("default_steps", 50))
+    steps = int(scenario.steps)
     den_w = weights[den_name]
     bw = {"bytes_per_step": int(den_w + 2 * den_act), "steps": steps,
           "bytes_per_image": int((den_w + 2 * den_act) * steps / b)}

@@ -58,7 +58,16 @@ def _legacy(scenario, device) -> bool:
     return overhead.legacy_stack(scenario, device)
 
 
-@register(families=("decoder", "encoder", "encoder-decoder"))
+# the tasks each transformer kind handles: encoders do not generate; the serving engine
+# (vLLM-like KV pool) is modelled for decoders only
+TASKS = {
+    "decoder": ("train", "lora", "qlora", "forward", "generate", "serve", "load"),
+    "encoder": ("train", "lora", "qlora", "forward", "load"),
+    "encoder-decoder": ("train", "lora", "qlora", "forward", "generate", "load"),
+}
+
+
+@register(families=tuple(TASKS), supports=TASKS)
 def footprint(scenario, spec, device) -> Footprint:
     arch = spec.arch
     task = scenario.task
@@ -271,6 +280,9 @@ class _Ctx:
               "kv_pool_tokens": kv // kvpt}
         fp = self._fp(comps, "serve", {"serve": dict(comps)}, kv // max(1, a.layers), bw)
         fp.extra_device_bytes.update(extra)
+        # vLLM's "maximum concurrency": full-length requests the pool holds, capped by the
+        # scheduler's max_num_seqs
+        fp.batch_capacity = int(min(seqs, kv // kvpt // max(1, mml)))
         return fp
 
     # ---- training ------------------------------------------------------------------------

@@ -48,8 +48,22 @@ def _modes(precision: str, framework: str) -> dict:
     return dict(dt="f16", amp=None, w=None, g=2, master=0, mgrad=0, loss_fp32=False)
 
 
+def native_resolution(cfg: dict) -> tuple:
+    """The model's native input size: its catalog config's `resolution` (224 x 224 where a
+    config has none)."""
+    return tuple(int(r) for r in cfg.get("resolution", (224, 224)))
+
+
+def scenario_defaults(task: str, spec) -> dict:
+    """What a scenario leaves out and the model decides (the family's defaults hook): the
+    native resolution, for every task."""
+    return {"resolution": list(native_resolution(spec.config))}
+
+
 def _resolution(cfg: dict, res) -> tuple:
-    res = tuple(int(r) for r in (res or cfg.get("resolution", (224, 224))))
+    """The input size the layers see: `res` checked against the model (dimensions, minimum
+    side) and padded to the size divisor (mmdet pads the batch to a multiple of 32)."""
+    res = tuple(int(r) for r in res)
     want = 3 if cfg.get("dims", 2) == 3 else 2
     if len(res) != want:
         raise ScenarioError("resolution", f"this model takes {want} dimensions "
@@ -154,16 +168,13 @@ def _attention_mode(scenario, cfg) -> str:
     return "eager" if mode == "eager" else "sdpa"
 
 
-@register(families=FAMILIES)
+@register(families=FAMILIES, supports=TASKS, defaults=scenario_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     """Live bytes at the peak of one training step (or inference forward) of a vision model."""
     from .. import optimizers, parallel
     from ..precision import weights_bytes
     cfg = spec.config
     task = scenario.task
-    if task not in TASKS:
-        raise ScenarioError("task", f"task '{task}' is not supported for vision models "
-                                    f"(use {', '.join(TASKS)})")
     fw = cfg.get("framework", "torch")
     prec = scenario.precision_for("default")
     m = _modes(prec, fw)
@@ -270,7 +281,7 @@ def activation_bytes(model: str, resolution, batch: int = 1, precision="fp32", t
     spec = get_model(model)
     cfg = spec.config
     m = _modes(precision, cfg.get("framework", "torch"))
-    res = _resolution(cfg, resolution)
+    res = _resolution(cfg, resolution or native_resolution(cfg))
     mode = "eager" if attention == "eager" else "sdpa"
     g, keep = build(cfg, res, m["dt"], m["amp"], task == "train", mode, m["loss_fp32"],
                     batch == 1)
@@ -281,5 +292,5 @@ def param_count(model: str) -> int:
     """Parameters of a catalog vision model, counted from its layer walk."""
     from ..catalog import get_model
     cfg = get_model(model).config
-    g, _ = build(cfg, _resolution(cfg, None), "f32", None, True, "sdpa", False)
+    g, _ = build(cfg, _resolution(cfg, native_resolution(cfg)), "f32", None, True, "sdpa", False)
     return g.params
