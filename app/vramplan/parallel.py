@@ -14,32 +14,18 @@ Pure functions over counts and bytes. Conventions (say which is assumed):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Layout:
-    gpus: int = 1
-    data: int = 1
-    tensor: int = 1
-    pipeline: int = 1
-    context: int = 1
-    zero: int = 0
-
-    @property
-    def shard_group(self) -> int:
-        """Ranks over which ZeRO / FSDP shards model states."""
-        return max(1, self.data * self.context)
-
-    @property
-    def multi_gpu(self) -> bool:
-        return max(self.gpus, self.data * self.tensor * self.pipeline * self.context) > 1
+# The layout is the scenario's own ParallelConfig: one definition of gpus / data / tensor /
+# pipeline / context / zero and of the groups derived from them.
+from .scenario import ParallelConfig as Layout
 
 
 def layout_of(parallel) -> Layout:
-    """Read a scenario's `parallel` (object or dict) into a Layout; missing fields default to 1."""
+    """Read a scenario's `parallel` (ParallelConfig or dict) into a Layout; missing fields take
+    their defaults. A dict is taken as given (already validated or built by code)."""
     if parallel is None:
         return Layout()
+    if isinstance(parallel, Layout):
+        return parallel
     get = (parallel.get if isinstance(parallel, dict)
            else lambda k, d=None: getattr(parallel, k, d))
     vals = {k: int(get(k, d) or d) for k, d in

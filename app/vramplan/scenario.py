@@ -157,6 +157,15 @@ class ParallelConfig:
         return cls(gpus=gpus, data=data, tensor=t, pipeline=p, context=c, zero=zero)
 
     @property
+    def shard_group(self) -> int:
+        """Ranks over which ZeRO / FSDP shards model states (data x context)."""
+        return max(1, self.data * self.context)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return max(self.gpus, self.data * self.tensor * self.pipeline * self.context) > 1
+
+    @property
     def model_parallel(self) -> int:
         return self.tensor * self.pipeline * self.context
 
