@@ -78,4 +78,5 @@ def footprint(scenario, spec, device) -> Footprint:
     big = max([array_bytes(a) // a.get("count", 1) for a in arrays] +
               [v for k, v in comps.items() if k != "arrays"] + [0])
     return Footprint(components=comps, peak_phase="compute", largest_allocation=int(big),
-                     allocator="driver", bandwidth=bw, notes=notes)
+                     allocator="driver", bandwidth=bw, notes=notes,
+                     batch_capacity=1)  # batch_size does not apply: one frame / array set

@@ -121,4 +121,5 @@ def footprint(scenario, spec, device) -> Footprint:
     largest = max([target_bytes(width, height, t["format"], ms if t["msaa"] else 1, 1, t["scale"])
                    for t in ex["render_targets"]] + [0])
     return Footprint(components=comps, peak_phase="frame", largest_allocation=int(largest),
-                     allocator="driver", bandwidth=bw, notes=notes)
+                     allocator="driver", bandwidth=bw, notes=notes,
+                     batch_capacity=1)  # batch_size does not apply: one frame / array set
