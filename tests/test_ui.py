@@ -391,3 +391,98 @@ def test_export_holds_scenario_and_estimate_json(app):
     assert "data:application/json" in text and "http" not in text.replace("https://vega", "")
     sc_json = text.split("vp-scenario-json'>")[1].split("</pre>")[0]
     assert J.loads(H.unescape(sc_json)) == app.scenario.to_dict()
+
+
+# -- offload, serving and the model-less workloads (render / volume / array)
+def test_offload_boxes_follow_the_task_and_change_the_estimate(app):
+    w = app.workload
+    w.set("model", "meta-llama/Llama-3.1-8B")
+    w.set("task", "train")
+    shown = {k for k, b in w.offload.items() if b.layout.display != "none"}
+    assert shown == {"optimizer", "params", "gradients", "activations"}
+    before = app.estimate.device_used_bytes
+    w.set("offload.optimizer", True)
+    assert app.scenario.offload == ("optimizer",)
+    assert app.estimate.device_used_bytes < before and "offload=optimizer" in app.url.query
+    w.set("model", "stabilityai/stable-diffusion-xl-base-1.0")
+    w.set("task", "denoise")                           # inference of a pipeline: `model`
+    shown = {k for k, b in w.offload.items() if b.layout.display != "none"}
+    assert shown == {"model"} and app.scenario.offload == ()
+    before = app.estimate.device_used_bytes
+    w.set("offload.model", True)
+    assert app.scenario.offload == ("model",) and app.estimate.device_used_bytes < before
+
+
+def test_serving_fields_for_serve(app):
+    w, f = app.workload, app.workload.fields
+    w.set("model", "meta-llama/Llama-3.1-8B")
+    w.set("task", "generate")
+    assert not f["serving.max_num_seqs"].visible
+    w.set("task", "serve")
+    keys = ("serving.gpu_memory_utilization", "serving.max_num_seqs", "serving.max_model_len",
+            "serving.kv_cache_dtype", "serving.cuda_graphs")
+    assert all(f[k].visible for k in keys)
+    assert f["serving.max_num_seqs"].widget.value == "256"      # the normalised default
+    w.set("serving.max_model_len", "8192")
+    w.set("serving.kv_cache_dtype", "fp8")
+    w.set("serving.cuda_graphs", False)
+    s = app.scenario.serving
+    assert (s.max_model_len, s.kv_cache_dtype, s.cuda_graphs) == (8192, "fp8", False)
+    assert "serve" in app.panel.value and "8,192 tokens" in _plain(app.panel.value)
+    w.set("serving.max_num_seqs", "0")
+    assert "serving.max_num_seqs" in w.errors.get("serving.max_num_seqs", "")
+    assert f["serving.max_num_seqs"].widget.value == "0" and app.panel.is_stale
+
+
+def test_model_less_render_volume_array(app):
+    w, f = app.workload, app.workload.fields
+    w.set("family", "no-model")
+    assert app.scenario.model is None and app.scenario.task == "render"
+    assert [v for _, v in w.task.options] == ["render", "volume", "array"]
+    assert not f["model"].visible and app.workload.run_box.layout.display == "none"
+    assert not f["batch_size"].visible and f["msaa"].visible and f["fps"].visible
+    assert f["resolution"].widget.placeholder == "default 1080 × 1920"
+    before = app.estimate.device_used_bytes
+    w.set("resolution", "2160x3840")
+    w.set("msaa", 4)
+    w.set("render_targets", "HDR · rgba16f")
+    assert app.scenario.resolution == (2160, 3840) and app.scenario.extra["msaa"] == 4
+    assert app.scenario.extra["render_targets"][0]["format"] == "rgba16f"
+    assert app.estimate.device_used_bytes > before
+    assert "render · 2160×3840, MSAA 4×" in _plain(app.panel.value)
+    w.set("fps", "0")                                   # rejected, kept, explained
+    assert "fps" in w.errors.get("fps", "") and f["fps"].widget.value == "0"
+    w.set("fps", "120")
+    assert not w.errors and app.scenario.extra["fps"] == 120
+    # a link reopens it
+    again = App(db=app.db, lazy_chart=False, scenario=app.url.query)
+    assert again.scenario == app.scenario
+    assert again.workload.fields["render_targets"].widget.value == "HDR · rgba16f"
+
+    w.set("task", "volume")
+    assert f["batch_size"].visible and f["channels"].visible and not f["msaa"].visible
+    assert app.scenario.resolution is None              # render's pixels are not voxels
+    used = app.estimate.device_used_bytes
+    w.set("resolution", "1024x1024x1024")
+    w.set("dtype", "float16")
+    assert app.scenario.resolution == (1024, 1024, 1024)
+    assert app.scenario.extra["dtype"] == "float16" and app.estimate.device_used_bytes > used
+    w.set("channels", "0")
+    assert "channels" in w.errors.get("channels", "")
+    w.set("channels", "")
+
+    w.set("task", "array")
+    assert f["arrays.shape"].visible and not f["dtype"].visible
+    used = app.estimate.device_used_bytes
+    w.set("arrays.shape", "8192 x 8192")
+    w.set("arrays.dtype", "complex128")
+    assert app.scenario.extra["arrays"][0]["shape"] == [8192, 8192]
+    assert app.estimate.device_used_bytes - used >= 8192 * 8192 * 16
+    w.set("arrays.shape", "0 x 5")
+    assert "arrays[0].shape[0]" in w.errors.get("arrays.shape", "")
+    assert f["arrays.shape"].widget.value == "0 x 5"
+
+    w.set("family", "")                                # back to a model
+    w.set("model", "gpt2")
+    assert app.scenario.model == "gpt2" and app.workload.run_box.layout.display == ""
+    assert f["batch_size"].visible and not f["arrays.shape"].visible

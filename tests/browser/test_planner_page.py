@@ -1,6 +1,6 @@
 """The planner page in a real browser: Voila serves it exactly as `make app` does, headless
 Chromium opens it, changes the model and the batch size, picks a GPU too small, enters a bad
-value, and reopens a plan from its link.
+value, switches to a model-less render plan, and reopens a plan from its link.
 
 Fails on any request to a host other than the server (the page must work offline). Saves
 screenshots to test-artifacts/ and the README's docs/img/planner.png.
@@ -195,6 +195,18 @@ def test_planner_page(server, browser):
         page.locator(".vp-estimate-panel.vp-stale").wait_for(timeout=T_STEP)
         assert "Traceback" not in page.content()
         page.screenshot(path=str(ARTIFACTS / "planner-bad-input.png"), full_page=True)
+
+        # a plan without a model: a 4K render frame
+        page.locator(".vp-f-family select").select_option(
+            label="No model (graphics / volume / arrays)")
+        _wait_text(page, ".vp-verdict-sub", "render")
+        _enter(page, "resolution", "2160x3840")
+        _wait_text(page, ".vp-verdict-sub", "2160×3840")
+        assert _text(page, verdict).startswith("Fits on")
+        assert page.locator(".vp-f-msaa select").is_visible()
+        assert not page.locator(".vp-f-precision").first.is_visible()
+        page.wait_for_function("() => location.search.includes('task=render')", timeout=T_STEP)
+        page.screenshot(path=str(ARTIFACTS / "planner-render.png"), full_page=True)
 
         # a link reopens the whole plan (and is the README picture)
         page2 = context.new_page()

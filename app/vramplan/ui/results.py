@@ -32,19 +32,23 @@ def _task_summary(sc: Mapping[str, Any]) -> str:
     model = sc.get("model") or (
         f"generic decoder, {sc['architecture'].get('params', 0) / 1e9:g}B params"
         if isinstance(sc.get("architecture"), dict) and "params" in sc["architecture"]
-        else "inline architecture")
-    size = f"batch {sc.get('batch_size', 1):,}"
+        else "inline architecture" if sc.get("architecture") else "")
+    size = f"batch {sc.get('batch_size', 1):,}" if model or sc.get("batch_size", 1) > 1 else ""
     if sc.get("seq_len"):
         size += f" × {sc['seq_len']:,} tokens"
     if sc.get("new_tokens"):
         size += f" + {sc['new_tokens']:,} new"
     if sc.get("resolution"):
-        size += " at " + "×".join(str(x) for x in sc["resolution"])
+        size += (" at " if size else "") + "×".join(str(x) for x in sc["resolution"])
     if sc.get("steps"):
         size += f", {sc['steps']} steps"
     prec = sc.get("precision")
     prec = prec if isinstance(prec, str) else (prec or {}).get("default", "")
     par = sc.get("parallel") or {}
+    if sc.get("msaa", 1) > 1:
+        size += f", MSAA {sc['msaa']}×"
+    if not model:          # model-less workloads: their element type, not a precision
+        prec = sc.get("dtype", "")
     parts = [model, sc.get("task", ""), size, prec]
     if sc.get("checkpointing") not in (None, "none"):
         parts.append(f"{sc['checkpointing']} checkpointing")
@@ -113,6 +117,8 @@ BANDWIDTH_LABELS = {   # key -> (label, kind); unknown keys are shown by their n
 def _fmt_value(key: str, v: Any, kind: str | None = None) -> str:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return _e(json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+    if not kind and "bytes" in key and key.endswith("_per_s"):
+        return _e(format_bytes(v, binary=False, digits=2)) + "/s"
     kind = kind or ("bytes" if key.endswith("bytes") or key.startswith("bytes") else
                     "gbs" if key.endswith("_gbs") else "s" if key.endswith("_s") else
                     "count")
@@ -139,6 +145,12 @@ def bandwidth_html(bw: Mapping[str, Any]) -> str:
         if k == "achievable_bandwidth_gbs" and bw.get("datasheet_bandwidth_gbs"):
             extra = (f" <span class='vp-hint'>({bw[k] / bw['datasheet_bandwidth_gbs']:.0%} of "
                      f"datasheet)</span>")
+        if isinstance(bw[k], dict):          # a group (per pass, a rule of thumb): its rows
+            for sk, sv in bw[k].items():
+                cls = "vp-num vp-wrap" if isinstance(sv, str) else "vp-num"
+                rows.append(f"<tr><td>{_e(label)}: {_e(sk.replace('_', ' '))}</td>"
+                            f"<td class='{cls}'>{_fmt_value(sk, sv, 'bytes' if k.startswith('by_pass') and not isinstance(sv, str) else None)}</td></tr>")
+            continue
         rows.append(f"<tr><td>{_e(label)}</td><td class='vp-num'>{_fmt_value(k, bw[k], kind)}"
                     f"{extra}</td></tr>")
     return f"<table class='vp-table'>{''.join(rows)}</table>"

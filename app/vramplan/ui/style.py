@@ -138,6 +138,7 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
 .vp-table td {{ padding: 3px 0; border-bottom: 1px solid #f1f2f4; vertical-align: top; }}
 .vp-table td:first-child {{ color: #4b5563; padding-right: 10px; }}
 .vp-table td.vp-num {{ text-align: right; font-variant-numeric: tabular-nums; color: #111827; white-space: nowrap; }}
+.vp-table td.vp-wrap {{ white-space: normal; text-align: left; color: #4b5563; font-size: 12px; }}
 .vp-list {{ margin: 4px 0 0 16px; padding: 0; font-size: 12.5px; color: #374151; }}
 .vp-list li {{ margin: 0 0 5px; line-height: 1.4; }}
 .vp-notes li {{ color: #4b5563; }}
