@@ -8,6 +8,10 @@
 
     trace.trace_module(lambda: MyNet(), (x,), loss_fn=F.cross_entropy, targets=(y,))
 
+A scenario with `parallel` data > 1 and zero 2/3 is traced as rank 0, FSDP2-sharded on a fake
+process group in this process (tracing/sharded.py); tensor / pipeline / context parallelism and
+ZeRO-1 are refused with a message.
+
 Importing this module does not import torch (the work is in `vramplan.tracing.*`, imported inside
 the functions). Method and where trace and the analytic estimate differ: docs/tracing.md.
 """
@@ -208,15 +212,41 @@ def trace(scenario, mode: str = "fake", kernels: str = "cuda", *, steps: int = 2
         family, config, model_id = resolve_model(scenario)
     family, config = _fit_family(family, config, model_id)
     par = scenario.get("parallel") if isinstance(scenario, dict) else getattr(scenario, "parallel", None)
+    from .tracing.runner import job_for, run_job
+    build = job_for(scenario, family, config)
     notes = []
     if par:
-        g = par.get("gpus", 1) if isinstance(par, dict) else getattr(par, "gpus", 1)
-        if g and g > 1:
-            notes.append("parallel plan ignored: this is one unsharded rank (sharded plans: "
-                         "vramplan.tracing.distributed / `vramplan measure` under torchrun)")
-    from .tracing.runner import job_for, run_job
-    counted = run_job(job_for(scenario, family, config), mode, kernels, steps, timeline)
+        from .parallel import layout_of
+        lay = layout_of(par)
+        group = lay.data
+        if lay.tensor > 1 or lay.pipeline > 1 or lay.context > 1 or (group > 1 and lay.zero >= 1):
+            from .tracing import sharded
+            sharded.check_plan(lay.zero, group, lay.tensor, lay.pipeline, lay.context)
+        if group > 1 and lay.zero >= 2:
+            return _trace_sharded(scenario, build, lay.zero, group, mode, kernels, steps, timeline)
+        if lay.gpus > 1:
+            notes.append("parallel plan without ZeRO sharding: every rank holds this full replica "
+                         "(DDP gradient buckets not modelled)")
+    counted = run_job(build, mode, kernels, steps, timeline)
     counted.notes.extend(notes)
+    return _result(counted, mode, kernels, scenario, _gpu_of(scenario))
+
+
+def _trace_sharded(scenario, build, zero, world, mode, kernels, steps, timeline) -> TraceResult:
+    """Rank 0 of a ZeRO-2/3 data-parallel plan: FSDP2 on a fake process group (tracing/sharded.py)."""
+    from .tracing import sharded
+    from .tracing.runner import run_job
+    with sharded.fake_process_group(world) as mesh:
+        def sharded_build():
+            job = build()
+            job.model = sharded.shard_model(job.model, zero, mesh)
+            return job
+        sharded_build.precision = build.precision
+        counted = run_job(sharded_build, mode, kernels, steps, timeline,
+                          instrument=sharded.instrument)
+    counted.notes.append(f"rank 0 of {world}: ZeRO-{zero} as FSDP2 fully_shard per block + root "
+                         "on a fake process group (collectives allocate their outputs, move no "
+                         "data; NCCL buffers not counted)")
     return _result(counted, mode, kernels, scenario, _gpu_of(scenario))
 
 

@@ -60,9 +60,12 @@ class MemoryCounter(TorchDispatchMode):
         self.record_timeline = timeline
         self.timeline: list[tuple[int, str, int]] = []
         self.closed = False
+        self.comm = 0
 
     # -- the category a new storage gets from where the run is
     def _default_category(self) -> str:
+        if self.comm:   # inside an FSDP collective: its buffers (sharded.py)
+            return "temporary"
         if self.phase in ("forward", "prefill", "decode"):
             return "activations"
         if self.phase == "backward":
@@ -81,8 +84,10 @@ class MemoryCounter(TorchDispatchMode):
         r = self.rec.get(key)
         if r is not None:
             nb = st.nbytes()
-            if nb != r[1]:  # resized in place
-                self._change(r, rounded(nb, self.round_to) - r[0], nb - r[1])
+            if nb != r[1]:  # resized in place (FSDP2 frees / re-allocates storages this way)
+                d, draw = rounded(nb, self.round_to) - r[0], nb - r[1]
+                r[0], r[1] = r[0] + d, nb
+                self._change(r, d, draw)
             if category and category != r[2] or module and module != r[3]:
                 self._relabel(r, category or r[2], module or r[3])
             return

@@ -125,8 +125,10 @@ class Counted:
     notes: list
 
 
-def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step=None) -> Counted:
-    """Build the job (inside the fake mode, so parameters are fake) and run `steps` steps."""
+def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step=None,
+            instrument=None) -> Counted:
+    """Build the job (inside the fake mode, so parameters are fake) and run `steps` steps.
+    `instrument(model, counter, owner)` runs once after the build (sharded.py uses it)."""
     if mode not in ("fake", "cpu", "cuda"):
         raise VramplanError(f"trace mode must be 'fake' or 'cpu', not '{mode}'")
     dev = "cuda" if mode == "cuda" else "cpu"
@@ -167,6 +169,8 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
         counter._change = _change
         for t, g in hooks.owner.items():
             counter.track(t, "weights", g)
+        if instrument is not None:
+            instrument(step_mod, counter, hooks.owner)
         inputs = tuple(x.to(dtype) if torch.is_floating_point(x) else x for x in job.inputs)
         for x in inputs:
             counter.track(x, "activations", "(inputs)")
