@@ -461,7 +461,7 @@ def test_model_less_render_volume_array(app):
 
     w.set("task", "volume")
     assert f["batch_size"].visible and f["channels"].visible and not f["msaa"].visible
-    assert app.scenario.resolution is None              # render's pixels are not voxels
+    assert app.scenario.resolution == (512, 512, 512)   # volume's default, not render's pixels
     used = app.estimate.device_used_bytes
     w.set("resolution", "1024x1024x1024")
     w.set("dtype", "float16")

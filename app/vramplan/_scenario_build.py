@@ -56,9 +56,8 @@ def _check_task_family(task: str, spec) -> None:
 
 def model_defaults(task: str, spec) -> dict:
     """Keys the model's catalog config decides (resolution, steps, frames, text_len, guidance),
-    from its family's defaults hook (`vramplan.workloads.family_defaults`); JSON values."""
-    if spec is None:
-        return {}
+    from its family's defaults hook (`vramplan.workloads.family_defaults`); for the model-less
+    tasks (spec None) the task's own hook (e.g. render's default resolution); JSON values."""
     from .workloads import family_defaults
     return family_defaults(task, spec)
 

@@ -117,8 +117,6 @@ _EXTRA = ("msaa", "render_targets", "frames_in_flight", "fps", "texture_budget",
           "dtype", "copies", "arrays.shape", "arrays.dtype")
 # the workload modules' own default sizes of the model-less tasks (the scenario leaves
 # `resolution` unset there): shown as the hint
-_WORKLOAD_RESOLUTION = {"render": ("graphics", "DEFAULT_RESOLUTION"),
-                        "volume": ("volume", "DEFAULT_RESOLUTION")}
 # tasks whose batch does not apply (workloads/graphics.py, array.py: one frame / array set)
 _BATCHLESS = ("render", "array")
 
@@ -189,16 +187,6 @@ def _widget_value(key: str, v: Any) -> Any:
     if key == "render_targets" and isinstance(v, list):
         return next((n for n, lst in _PRESET_LISTS.items() if lst == v), None)
     return v
-
-
-def workload_resolution(task: str | None) -> Any:
-    """The default size a model-less workload module uses when `resolution` is unset."""
-    where = _WORKLOAD_RESOLUTION.get(task or "")
-    if not where:
-        return None
-    import importlib
-    return list(getattr(importlib.import_module(f"..workloads.{where[0]}", __package__),
-                        where[1]))
 
 
 def _show(value: Any) -> str:
@@ -525,8 +513,6 @@ class WorkloadControls(W.VBox):
         if self.fields["arrays.shape"].visible and "arrays" in self.passthrough:
             self.fields["arrays.shape"].show(False)
             self.fields["arrays.dtype"].show(False)
-        if nomodel:
-            self.fields["resolution"].show(workload_resolution(want) is not None)
         self.fields["batch_size"].show(want not in _BATCHLESS)
         self.run_box.layout.display = "none" if nomodel else ""
         self.parallel_box.layout.display = "none" if nomodel else ""
@@ -566,8 +552,6 @@ class WorkloadControls(W.VBox):
         try:
             for key in (*TEXT_FIELDS, *DROPDOWNS):
                 v = _widget_value(key, _get(base, key))
-                if key == "resolution" and v is None:
-                    v = workload_resolution(base.get("task"))
                 w = self.fields[key].widget
                 if key in TEXT_FIELDS:
                     w.placeholder = (f"default {_show(v)}" if v is not None

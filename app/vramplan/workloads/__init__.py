@@ -24,6 +24,7 @@ _BY_FAMILY: dict[str, Callable] = {}
 _BY_TASK: dict[str, Callable] = {}
 _FAMILY_TASKS: dict[str, tuple[str, ...]] = {}
 _FAMILY_DEFAULTS: dict[str, Callable] = {}
+_TASK_DEFAULTS: dict[str, Callable] = {}
 _MODULES = ["transformer", "vision", "diffusion", "volume", "graphics", "array", "video"]
 _loaded = False
 
@@ -34,7 +35,8 @@ def register(*, families: tuple[str, ...] = (), tasks: tuple[str, ...] = (),
     """Decorator: `@register(families=("cnn",), supports=("train", "forward", "load"))` makes a
     function the footprint of those families for those tasks (`supports` may map each family
     to its own tasks); `defaults=fn(task, spec) -> dict` fills the family's model-given keys.
-    `tasks=("render",)` registers a model-less task."""
+    `tasks=("render",)` registers a model-less task (its `defaults(task, None)` fills keys such
+    as the default resolution)."""
     def deco(fn):
         for f in families:
             _BY_FAMILY[f] = fn
@@ -44,6 +46,8 @@ def register(*, families: tuple[str, ...] = (), tasks: tuple[str, ...] = (),
                 _FAMILY_DEFAULTS[f] = defaults
         for t in tasks:
             _BY_TASK[t] = fn
+            if defaults is not None:
+                _TASK_DEFAULTS[t] = defaults
         return fn
     return deco
 
@@ -93,7 +97,10 @@ def family_defaults(task: str, spec) -> dict:
     """The keys `spec`'s family fills from its catalog config for `task` (JSON values; {} for
     families without a hook, e.g. transformers, whose defaults are the task's)."""
     _load()
-    fn = _FAMILY_DEFAULTS.get(getattr(spec, "family", None) or "")
+    if spec is None:
+        fn = _TASK_DEFAULTS.get(task)
+    else:
+        fn = _FAMILY_DEFAULTS.get(getattr(spec, "family", None) or "")
     return dict(fn(task, spec) or {}) if fn is not None else {}
 
 

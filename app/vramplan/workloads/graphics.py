@@ -85,7 +85,12 @@ def rule_of_thumb(width: int, height: int, fps: float, detailed_bytes_per_s: flo
     }
 
 
-@register(tasks=("render",))
+def _defaults(task, spec) -> dict:
+    """The resolution a plan gets when it names none (shown in the normalised scenario)."""
+    return {"resolution": list(DEFAULT_RESOLUTION)}
+
+
+@register(tasks=("render",), defaults=_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     ex = _extra(scenario)
     res = scenario.resolution or DEFAULT_RESOLUTION

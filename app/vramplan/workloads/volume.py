@@ -22,7 +22,12 @@ def volume_bytes(res, channels: int, dtype: str) -> int:
     return d * h * w * channels * ARRAY_DTYPES[dtype]
 
 
-@register(tasks=("volume",))
+def _defaults(task, spec) -> dict:
+    """The resolution a plan gets when it names none (shown in the normalised scenario)."""
+    return {"resolution": list(DEFAULT_RESOLUTION)}
+
+
+@register(tasks=("volume",), defaults=_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     ex = _extra(scenario, "volume")
     res = tuple(scenario.resolution or DEFAULT_RESOLUTION)
