@@ -136,7 +136,7 @@ body[data-voila] .jp-OutputPrompt {{ display: none; }}
 .vp-row > .vp-section {{ height: 100%; }}
 .vp-table {{ border-collapse: collapse; width: 100%; font-size: 12.5px; }}
 .vp-table td {{ padding: 3px 0; border-bottom: 1px solid #f1f2f4; vertical-align: top; }}
-.vp-table td:first-child {{ color: #4b5563; padding-right: 10px; }}
+.vp-table td:first-child {{ color: #4b5563; padding-right: 10px; min-width: 55%; width: 60%; }}
 .vp-table td.vp-num {{ text-align: right; font-variant-numeric: tabular-nums; color: #111827; white-space: nowrap; }}
 .vp-table td.vp-wrap {{ white-space: normal; text-align: left; color: #4b5563; font-size: 12px; }}
 .vp-list {{ margin: 4px 0 0 16px; padding: 0; font-size: 12.5px; color: #374151; }}
