@@ -278,12 +278,7 @@ class UNetSD15(nn.Module):
 
 # ---- the comparison --------------------------------------------------------------------------
 
-@pytest.fixture(scope="module", autouse=True)
-def _threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("torch_two_threads")
 
 
 @pytest.fixture(scope="module")

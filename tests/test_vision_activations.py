@@ -102,12 +102,7 @@ def saved_bytes(model, res, batch=1):
     return sum(seen.values())
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _threads():
-    n = torch.get_num_threads()
-    torch.set_num_threads(2)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("torch_two_threads")
 
 
 @pytest.mark.parametrize("res", [160, 224, 320])
