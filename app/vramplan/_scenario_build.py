@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .errors import ScenarioError, closest
+from . import safejson
+from .errors import ScenarioError, VramplanError, closest
 from ._scenario_rules import (ATTENTION, CHECKPOINTING, LORA_TASKS, MODELLESS_TASKS, OFFLOAD,
                               OPTIMIZERS, OPTIONS, PRECISIONS, QUANTISED, TASKS, TRAINING_TASKS,
                               task_defaults)
@@ -105,6 +106,13 @@ def build(cls, d: Any, *, base_dir: Path | None = None):
             hint = closest(str(k), list(known), 3)
             raise ScenarioError(str(k), "unknown key" + (f"; did you mean {', '.join(hint)}?"
                                                         if hint else ""))
+
+    for k, v in d.items():  # NaN / infinity / 3,000-deep values anywhere: refused by name
+        if isinstance(v, (dict, list, tuple, float)):
+            try:
+                safejson.check_value(v, k)
+            except VramplanError as exc:
+                raise ScenarioError(k, str(exc).removeprefix(f"{k}: ")) from None
 
     # -- model ---------------------------------------------------------------------------------
     model = arch = spec = None

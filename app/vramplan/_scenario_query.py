@@ -18,7 +18,10 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from .errors import ScenarioError
+from . import safejson
+from .errors import ScenarioError, VramplanError
+
+MAX_QUERY_CHARS = 100_000   # a config.json in a link is ~1-10 kB; browsers cap URLs near 64 kB
 
 _INT = {"batch_size", "seq_len", "new_tokens", "target_len", "text_len", "frames", "steps",
         "gradient_accumulation", "parallel.gpus", "parallel.data", "parallel.tensor",
@@ -112,12 +115,25 @@ def _convert(key: str, s: str, extra_names) -> Any:
             return [int(x) for x in s.split(",") if x]
         except ValueError:
             raise ScenarioError(key, f"must be integers separated by commas, got '{s}'") from None
-    if key == "architecture" or key in extra_names:
+    if key == "architecture":
         try:
-            return json.loads(s)
-        except ValueError:
-            if key == "architecture":
-                raise ScenarioError(key, "must be a JSON object in the query string") from None
+            value = safejson.loads(s, key)
+        except VramplanError as exc:
+            raise ScenarioError(key, "must be a JSON object in the query string ("
+                                + str(exc).removeprefix(f"{key}: ") + ")") from None
+        if not isinstance(value, dict):
+            raise ScenarioError(key, "must be a JSON object (the keys of a config.json) in the "
+                                     "query string; a link cannot name a file")
+        return value
+    if key in extra_names and s[:1] in ("[", "{", '"'):
+        try:
+            return safejson.loads(s, key)
+        except VramplanError as exc:
+            raise ScenarioError(key, str(exc).removeprefix(f"{key}: ")) from None
+    if key in extra_names:
+        try:
+            return safejson.loads(s, key)
+        except VramplanError:
             return s
     return s
 
@@ -127,6 +143,9 @@ def parse_query(q: str, extra_names=()) -> dict:
     if not isinstance(q, str):
         raise ScenarioError("scenario", f"query must be a string, got {type(q).__name__}")
     q = q.lstrip("?")
+    if len(q) > MAX_QUERY_CHARS:
+        raise ScenarioError("scenario", f"the link's query is {len(q):,} characters, more than "
+                                        f"the {MAX_QUERY_CHARS:,} accepted")
     d: dict[str, Any] = {}
     for k, s in parse_qsl(q, keep_blank_values=True):
         if k in d and "." not in k:

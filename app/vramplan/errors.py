@@ -38,7 +38,7 @@ class UnknownIdError(VramplanError, LookupError):
         known = list(known)
         self.kind, self.wanted = kind, wanted
         self.suggestions = closest(wanted, known, n)
-        msg = f"unknown {kind} '{wanted}'"
+        msg = f"unknown {kind} '{shorten(wanted)}'"
         if self.suggestions:
             msg += "; closest: " + ", ".join(self.suggestions)
         super().__init__(msg)
@@ -51,12 +51,23 @@ class UnavailableError(VramplanError, RuntimeError):
     """Something the command needs is not here (no NVIDIA driver, no torch, no GPU)."""
 
 
+# no id of the catalog or the hardware database is this long; a longer "id" (from a link,
+# say) gets no closest-id search, which costs ~0.5 ms per character
+MAX_ID_CHARS = 200
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """`text` cut to `limit` characters for a message (an id pasted 8,000 characters long)."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def closest(wanted: str, known: list[str], n: int = 5) -> list[str]:
     """Closest ids to `wanted`: substring matches first, then by similarity to the id or to any
     run of its dash/slash-separated parts ('h1000' is close to the 'h100' of
     'nvidia-h100-sxm5-80gb', not only to ids spelled alike)."""
     w = wanted.lower().strip()
-    if not w:
+    if not w or len(w) > MAX_ID_CHARS:
         return []
     subs = [k for k in known if w in k.lower() or k.lower() in w]
     scored = []

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ScenarioError, UnknownIdError, VramplanError
+from . import safejson
 from ._scenario_rules import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, MODELLESS_TASKS,  # noqa: F401
                               OFFLOAD, OPTIMIZERS, OPTIONS, PRECISION_BYTES, PRECISIONS,
                               QUANTISED, TASKS, TRAINING_TASKS, task_defaults)
@@ -31,6 +32,8 @@ __all__ = ["Scenario", "LoraConfig", "ParallelConfig", "ServingConfig", "load_sc
            "valid_tasks", "model_defaults",
            "TASKS", "PRECISIONS", "OPTIMIZERS", "CHECKPOINTING", "ATTENTION", "OPTIONS",
            "OFFLOAD", "KV_CACHE_DTYPES", "CONTRACT_KEYS", "extra_keys"]
+
+MAX_SCENARIO_FILE_BYTES = 10_000_000  # 10 MB: thousands of plans; larger is not a scenario file
 
 CONTRACT_KEYS = ("model", "architecture", "task", "batch_size", "seq_len", "new_tokens",
                  "target_len", "text_len", "guidance", "resolution", "frames", "steps",
@@ -287,15 +290,31 @@ def _resolve_model(name: Any):
 
 
 def _resolve_architecture(arch: Any, base_dir: Path | None):
+    """(normalised architecture dict, ModelSpec). A string is a path to a config.json only in
+    a scenario file (`base_dir` is its folder): links, uploads and the API's dicts never name
+    a file on the server."""
     from .catalog import spec_from_architecture
-    if isinstance(arch, str):  # a path to a config.json
-        path = Path(arch).expanduser()
-        if not path.is_absolute() and base_dir is not None:
+    if isinstance(arch, str):
+        if base_dir is None:
+            raise ScenarioError("architecture", "must be a JSON object (the keys of a "
+                                                "config.json); a file path is accepted only "
+                                                "inside a scenario file or by the CLI")
+        path = Path(arch)
+        if not path.is_absolute():
             path = base_dir / path
         try:
-            arch = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ScenarioError("architecture", f"cannot read config file '{path}': {exc}") from None
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ScenarioError("architecture", f"cannot read config file '{path}': "
+                                                f"{exc.strerror or exc}") from None
+        try:
+            arch = safejson.loads(data, f"config file '{path}'")
+        except VramplanError as exc:
+            raise ScenarioError("architecture", str(exc)) from None
+    try:
+        safejson.check_value(arch, "architecture")
+    except VramplanError as exc:
+        raise ScenarioError("architecture", str(exc).removeprefix("architecture: ")) from None
     spec = spec_from_architecture(arch)
     return json.loads(json.dumps(arch)), spec
 
@@ -417,42 +436,56 @@ class Scenario:
 
 # ---- files -----------------------------------------------------------------------------------
 
+def _one_object(line: str) -> bool:
+    """Is this line a whole JSON object by itself (the first line of a JSON Lines file)?"""
+    try:
+        return isinstance(safejson.loads(line, "line"), dict)
+    except VramplanError:
+        return False
+
+
 def load_scenarios(path: str | Path) -> list:
-    """Read one JSON object, or JSON Lines (one object a line; blank lines skipped). Returns a
-    list holding a Scenario or, for a rejected scenario, its ScenarioError (not raised). A file
-    that is not JSON raises VramplanError naming the line."""
+    """Read one JSON object, a JSON array of objects, or JSON Lines (one object a line; blank
+    lines skipped). Returns a list holding a Scenario or, for a rejected scenario, its
+    ScenarioError (not raised). A file that cannot be read as scenarios (missing, a folder,
+    binary, empty, truncated, not JSON, NaN / 1e999, nested too deep, over 10 MB) raises
+    VramplanError naming the file and the line."""
     path = Path(path)
+    what = f"scenario file '{path}'"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise VramplanError(f"cannot read scenario file '{path}': {exc}") from None
+        if path.is_dir():
+            raise VramplanError(f"{what} is a folder, not a file")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise VramplanError(f"cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > MAX_SCENARIO_FILE_BYTES:
+        raise VramplanError(f"{what} is {len(data):,} bytes, more than the "
+                            f"{MAX_SCENARIO_FILE_BYTES:,} accepted")
+    text = safejson.decode_text(data, what)
     if not text.strip():
-        raise VramplanError(f"scenario file '{path}' is empty")
-    try:
-        docs = [(1, json.loads(text))]
-        whole_err = None
-    except json.JSONDecodeError as exc:
-        docs, whole_err = [], exc
-    if whole_err is not None:
-        lines = text.splitlines()
-        first = next(i for i, line in enumerate(lines, 1) if line.strip())
-        for i, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                docs.append((i, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                e = whole_err if i == first and not line.rstrip().endswith("}") else exc
-                n = e.lineno if e is whole_err else i
-                raise VramplanError(f"{path}: line {n}: not JSON: {e.msg} "
-                                    f"(column {e.colno})") from None
-    if len(docs) == 1 and isinstance(docs[0][1], list):  # a JSON array of scenarios
-        docs = [(1, d) for d in docs[0][1]]
+        raise VramplanError(f"{what} is empty")
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if len(lines) > 1 and _one_object(lines[0][1]):  # JSON Lines
+        docs = [(f"line {i}", safejson.loads(line, f"{path}: line {i}",
+                                             max_chars=MAX_SCENARIO_FILE_BYTES))
+                for i, line in lines]
+    else:
+        try:
+            whole = safejson.loads(text, str(path), max_chars=MAX_SCENARIO_FILE_BYTES)
+        except VramplanError as exc:
+            raise VramplanError(str(exc).replace(": not JSON:", ": not JSON (one object, an "
+                                                 "array or JSON Lines):", 1)) from None
+        if isinstance(whole, list):  # a JSON array of scenarios
+            if not whole:
+                raise VramplanError(f"{what} holds an empty list: no scenario to read")
+            docs = [(f"item {n}", d) for n, d in enumerate(whole, 1)]
+        else:
+            docs = [("line 1", whole)]
     out: list = []
     for lineno, doc in docs:
         try:
             if not isinstance(doc, dict):
-                raise ScenarioError("scenario", f"line {lineno}: expected a JSON object, got "
+                raise ScenarioError("scenario", f"{lineno}: expected a JSON object, got "
                                                 f"{type(doc).__name__}")
             out.append(Scenario.from_dict(doc, base_dir=path.parent))
         except ScenarioError as exc:

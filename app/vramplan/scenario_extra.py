@@ -60,7 +60,8 @@ def format_bytes_per_pixel(name: str) -> int:
 
 def _int(key: str, v: Any, lo: int, hi: int | None = None) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and
-                                                                  (not v.is_integer())):
+                                                                  (not math.isfinite(v) or
+                                                                   not v.is_integer())):
         raise ScenarioError(key, f"must be an integer, got {v!r}")
     v = int(v)
     if v < lo or (hi is not None and v > hi):
@@ -94,6 +95,8 @@ def _size(key: str, v: Any) -> int:
         n = parse_bytes(v)
     except UnitError as exc:
         raise ScenarioError(key, str(exc)) from None
+    except (OverflowError, ValueError):
+        raise ScenarioError(key, f"{v!r} is not a size vramplan accepts (too large)") from None
     if n > 2**50:
         raise ScenarioError(key, f"{v!r} is more than 1 PiB: not a GPU budget")
     return n

@@ -21,6 +21,8 @@ model (671B, not 685B).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -251,6 +253,11 @@ def _bad(msg: str) -> ScenarioError:
     return ScenarioError("architecture", msg)
 
 
+# larger than any real config value (vocabularies ~256k, context lengths ~10M); keeps
+# products of dimensions far from float overflow
+MAX_DIM = 2**40
+
+
 class _Reader:
     """Typed access to a config dict; every failure is a ScenarioError naming the HF key."""
 
@@ -265,8 +272,11 @@ class _Reader:
             v = self.cfg.get(k)
             if v is None:
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or (
+                    isinstance(v, float) and (not math.isfinite(v) or not v.is_integer())):
                 raise _bad(f"'{k}' must be an integer, got {v!r}")
+            if v > MAX_DIM:
+                raise _bad(f"'{k}' must be <= {MAX_DIM:,}, got {v!r}")
             if v < minimum:
                 raise _bad(f"'{k}' must be >= {minimum}, got {v!r}")
             return int(v)
