@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 PORT ?= 8866
+IP ?= 127.0.0.1
 STAMP := $(VENV)/.installed
 
 .PHONY: app test venv bench fidelity clean browser-deps lint
@@ -21,7 +22,7 @@ $(STAMP): pyproject.toml
 
 # the planner: Voila with the CDN-free vramplan-lab template (app/vramplan/commands/app.py)
 app: venv
-	$(BIN)/vramplan app --port=$(PORT) --ip=0.0.0.0
+	$(BIN)/vramplan app --port=$(PORT) --ip=$(IP)
 
 test: venv
 	$(BIN)/python -m pytest -q --timeout=600 tests

@@ -48,12 +48,22 @@ class UrlState(anywidget.AnyWidget):
     query = T.Unicode("").tag(sync=True)
 
 
+def wait_for_visitor(environ=None) -> None:
+    """In a preheated Voila kernel (started before anyone asked for it), block until a visitor
+    takes it, so that their request's query string is in the environment. Elsewhere: nothing."""
+    env = environ if environ is not None else os.environ
+    if env.get("VOILA_PREHEAT", "False") != "False":
+        from voila.utils import wait_for_request
+        wait_for_request()
+
+
 def query_string(environ=None) -> str:
     """The page's raw query string as Voila passed it to the kernel ('' elsewhere)."""
+    wait_for_visitor(environ)
     return (environ if environ is not None else os.environ).get("QUERY_STRING", "")
 
 
 def query_params(environ=None) -> dict[str, str]:
     """The page's query parameters as Voila passed them to the kernel (empty elsewhere)."""
-    q = (environ if environ is not None else os.environ).get("QUERY_STRING", "")
+    q = query_string(environ)
     return {k: v[-1] for k, v in parse_qs(q).items() if v}
