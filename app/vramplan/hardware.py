@@ -309,27 +309,51 @@ def load_hwdb(path=None, extra_paths: Iterable | None = None) -> HardwareDB:
     return _build(files)
 
 
-def _read_tree(root, label: str) -> list[tuple[str, dict]]:
-    """Parse every *.toml under root (a file or directory), sorted by path."""
+def _read_tree(root, label: str, top: bool = True) -> list[tuple[str, dict]]:
+    """Parse every *.toml under root (a file or directory), sorted by path. A user directory
+    holding no *.toml file is an error (a wrong --hwdb path would otherwise add nothing)."""
     if not root.is_dir():
         return [(label, _parse(root, label))]
     out = []
-    for child in sorted(root.iterdir(), key=lambda c: c.name):
+    try:
+        children = sorted(root.iterdir(), key=lambda c: c.name)
+    except OSError as exc:
+        raise HwdbError(label, None, None, f"cannot read: {exc.strerror or exc}") from None
+    for child in children:
         sub = f"{label}/{child.name}"
         if child.is_dir():
-            out += _read_tree(child, sub)
+            out += _read_tree(child, sub, top=False)
         elif child.name.endswith(".toml"):
             out.append((sub, _parse(child, sub)))
+    if top and not out:
+        raise HwdbError(label, None, None, "a directory with no *.toml file in it")
     return out
 
 
+MAX_TOML_BYTES = 4_000_000   # the whole built-in database is ~100 kB
+
+
 def _parse(f, label: str) -> dict:
+    """One TOML file -> dict; HwdbError naming the file for anything unreadable."""
     try:
-        return tomllib.loads(f.read_text(encoding="utf-8"))
+        data = f.read_bytes()
+    except OSError as exc:
+        raise HwdbError(label, None, None, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_TOML_BYTES:
+        raise HwdbError(label, None, None, f"{len(data):,} bytes is more than the "
+                                           f"{MAX_TOML_BYTES:,} accepted for a hwdb file")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise HwdbError(label, None, None, "not UTF-8 text (a binary file?)") from None
+    if "\x00" in text:
+        raise HwdbError(label, None, None, "not TOML text (a binary file?)")
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HwdbError(label, None, None, f"malformed TOML: {exc}") from None
-    except OSError as exc:
-        raise HwdbError(label, None, None, f"cannot read: {exc}") from None
+    except RecursionError:
+        raise HwdbError(label, None, None, "malformed TOML: nested too deep") from None
 
 
 def _check_table(raw: Any, spec: dict, file: str, dev: str | None, prefix: str = "") -> dict:

@@ -36,7 +36,11 @@ def parse_bytes(text: str | int | float) -> int:
     """'80GB' -> 80_000_000_000, '80 GiB' -> 85_899_345_920, 512 -> 512 (plain numbers are bytes)."""
     if isinstance(text, bool):
         raise UnitError(f"not a size: {text!r}")
-    if isinstance(text, (int, float)):
+    if isinstance(text, int):
+        if text < 0:
+            raise UnitError(f"not a size: {text!r}")
+        return text
+    if isinstance(text, float):
         if not math.isfinite(text) or text < 0:
             raise UnitError(f"not a size: {text!r}")
         return int(round(text))
@@ -44,25 +48,33 @@ def parse_bytes(text: str | int | float) -> int:
     if not m:
         raise UnitError(f"not a size: {text!r} (write e.g. '80GB' or '80 GiB')")
     value, unit = float(m.group(1)), m.group(2).lower()
-    if unit == "":
-        return int(round(value))
-    if unit not in _SIZE_UNITS:
+    if unit and unit not in _SIZE_UNITS:
         raise UnitError(
             f"unknown size unit {m.group(2)!r} in {text!r}: use B, KB, MB, GB, TB (decimal) "
             "or KiB, MiB, GiB, TiB (binary)")
-    return int(round(value * _SIZE_UNITS[unit]))
+    value *= _SIZE_UNITS[unit] if unit else 1
+    if not math.isfinite(value):   # '1e999 GiB': float() gives inf, int(inf) would overflow
+        raise UnitError(f"not a size: {text!r} is too large")
+    return int(round(value))
 
 
 def parse_rate(text: str | int | float) -> float:
     """'3.35 TB/s' -> 3.35e12 bytes per second; plain numbers are bytes per second."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if not math.isfinite(text) or text < 0:
+        try:
+            value = float(text)
+        except OverflowError:   # an int past the float range
+            value = math.inf
+        if not math.isfinite(value) or value < 0:
             raise UnitError(f"not a rate: {text!r}")
-        return float(text)
+        return value
     m = _RATE_RE.match(str(text))
     if not m or m.group(2).lower() not in _RATE_UNITS:
         raise UnitError(f"not a rate: {text!r} (write e.g. '3.35 TB/s' or '900 GB/s')")
-    return float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+    value = float(m.group(1)) * _RATE_UNITS[m.group(2).lower()]
+    if not math.isfinite(value):
+        raise UnitError(f"not a rate: {text!r} is too large")
+    return value
 
 
 def to_gib(n: int | float) -> float:

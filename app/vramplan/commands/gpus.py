@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..hardware import Device, default_db
-from ..units import GiB, format_bytes, parse_bytes, parse_rate
+from ..units import GiB, UnitError, format_bytes, parse_bytes, parse_rate
 from ._output import add_format_arg, dump_json, emit, table, to_csv
 
 LIST_HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs",
@@ -37,9 +37,9 @@ def run_list(args) -> int:
     db = default_db()
     if args.systems:
         return _systems(db, args.format)
-    # parse here so a bad value is a clear error (UnitError -> exit 2) before filtering
-    min_mem = parse_bytes(args.min_memory) if args.min_memory is not None else None
-    min_bw = parse_rate(args.min_bandwidth) if args.min_bandwidth is not None else None
+    # parse here so a bad value is a clear error naming the flag (exit 2) before filtering
+    min_mem = _flag("--min-memory", parse_bytes, args.min_memory)
+    min_bw = _flag("--min-bandwidth", parse_rate, args.min_bandwidth)
     devices = db.filter(vendor=args.vendor, min_memory=min_mem, min_bandwidth=min_bw)
     if args.format == "json":
         emit(dump_json([d.to_dict() for d in devices]))
@@ -49,6 +49,15 @@ def run_list(args) -> int:
         emit(table([_row(d) for d in devices], LIST_HEADERS, align="llrrlrrrr"))
         emit(f"{len(devices)} of {len(db)} devices")
     return 0
+
+
+def _flag(name: str, parse, text):
+    if text is None:
+        return None
+    try:
+        return parse(text)
+    except UnitError as exc:
+        raise UnitError(f"{name}: {exc}") from None
 
 
 def _systems(db, fmt: str) -> int:
