@@ -19,15 +19,24 @@ def test_table(capsys):
 
 
 def test_jsonl_with_bad_lines(tmp_path, capsys):
+    """A rejected scenario gives {"error": ...} in its place; the run still ends with status 2
+    (a script must be able to tell). A line that is not JSON at all is reported naming its
+    line, in place or for the whole file (vramplan.scenario.load_scenarios decides)."""
     f = tmp_path / "s.jsonl"
     good = {"model": "bert-base-uncased", "task": "forward", "gpu": "nvidia-a100-sxm4-80gb"}
-    f.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({**good, "task": "nope"})
-                 + "\n" + json.dumps(good) + "\n")
-    assert main(["estimate", "--scenario", str(f)]) == 0
-    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert len(lines) == 4
-    assert "per_gpu" in lines[0] and "error" in lines[1] and "error" in lines[2]
-    assert "per_gpu" in lines[3]
+    f.write_text(json.dumps(good) + "\n" + json.dumps({**good, "task": "nope"}) + "\n"
+                 + json.dumps(good) + "\n")
+    assert main(["estimate", "--scenario", str(f), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert len(lines) == 3
+    assert "per_gpu" in lines[0] and "error" in lines[1] and "per_gpu" in lines[2]
+    assert "scenario 2" in err and "Traceback" not in err
+
+    f.write_text(json.dumps(good) + "\n{not json\n" + json.dumps(good) + "\n")
+    assert main(["estimate", "--scenario", str(f), "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert "line 2" in (err + out) and "Traceback" not in err
 
 
 def test_errors_exit_2(tmp_path, capsys):

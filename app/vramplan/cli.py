@@ -15,9 +15,17 @@ from .errors import VramplanError
 COMMAND_MODULES = ["gpus", "estimate", "sweep", "trace", "live", "app"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with the CLI's error line: a bad flag or choice is `vramplan: error: ...`,
+    exit 2, like every other user error (subcommand parsers inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"vramplan: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="vramplan",
         description="GPU memory capacity planner: will it fit, how large can the batch be, "
                     "what bandwidth does it need.")
@@ -39,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:   # --help, --version, a bad flag: the status, not an exception
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -50,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         rc = args.func(args)
     except VramplanError as exc:
         print(f"vramplan: error: {exc}", file=sys.stderr)
+        return 2
+    except RecursionError:   # a safety net: safejson / the hwdb loader refuse deep input first
+        print("vramplan: error: input nested too deep", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

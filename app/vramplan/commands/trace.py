@@ -1,12 +1,13 @@
 """`vramplan trace`: run a scenario's model for two steps under fake tensors and count memory."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
+import argparse
 
 from ..errors import VramplanError
 from ..units import format_bytes
 from ._output import dump_json, emit, table
+
+MAX_STEPS = 100   # each step is a whole forward + backward + optimizer under fake tensors
 
 
 def register(subparsers) -> None:
@@ -15,33 +16,41 @@ def register(subparsers) -> None:
         description="Build the scenario's model as a torch module, run two steps (forward, "
                     "backward, optimizer; or inference / generate) under FakeTensorMode on "
                     "device 'cpu' and count live tensor bytes. See docs/tracing.md.")
-    p.add_argument("--scenario", metavar="FILE", required=True, help="one scenario (JSON object)")
+    p.add_argument("--scenario", metavar="FILE", required=True,
+                   help="one scenario: a JSON object (or a one-line JSON Lines file)")
     p.add_argument("--mode", choices=["fake", "cpu"], default="fake",
                    help="fake: no data (default); cpu: really execute on the CPU (small only)")
     p.add_argument("--kernels", choices=["cuda", "cpu"], default="cuda",
                    help="cuda: emulate CUDA kernels' allocations (default); cpu: as the CPU runs")
-    p.add_argument("--steps", type=int, default=2, help="steps to trace (default 2)")
+    p.add_argument("--steps", type=_steps, default=2, metavar="N",
+                   help=f"steps to trace, 1 to {MAX_STEPS} (default 2: the second step shows "
+                        "the optimizer states' steady state)")
     p.add_argument("--timeline", action="store_true", help="include the live-bytes timeline")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=run)
 
 
-def load_one(path: str) -> dict:
+def load_one(path: str):
+    """The one scenario of a file (vramplan.scenario.load_scenarios: BOM, binary, deep
+    nesting and 1e999 are refused there, naming the file)."""
+    from ..scenario import load_scenarios
+    items = load_scenarios(path)
+    if len(items) != 1:
+        raise VramplanError(f"{path}: trace takes one scenario, the file holds {len(items)}")
+    if isinstance(items[0], Exception):
+        raise items[0]
+    return items[0]
+
+
+def _steps(text: str) -> int:
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise VramplanError(f"cannot read scenario file {path}: {exc.strerror}") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        try:
-            d = json.loads(lines[0]) if lines else None
-        except json.JSONDecodeError as exc:
-            raise VramplanError(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(d, dict):
-        raise VramplanError(f"{path}: expected one scenario (a JSON object)")
-    return d
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of steps, got "
+                                         f"'{text[:40]}'") from None
+    if not 1 <= n <= MAX_STEPS:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_STEPS}, got {n}")
+    return n
 
 
 def run(args) -> int:
