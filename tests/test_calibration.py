@@ -34,7 +34,7 @@ def calfile(tmp_path, monkeypatch):
 def test_default_path_and_env(calfile, monkeypatch):
     assert C.path() == calfile
     monkeypatch.delenv("VRAMPLAN_CALIBRATION")
-    assert str(C.path()).endswith(".config/vramplan/calibration.json")
+    assert str(C.path()).endswith(".config/vramplan/calibration.db")
 
 
 def test_uncalibrated_is_unchanged(calfile):
@@ -72,5 +72,5 @@ def test_other_software_falls_back_to_same_gpu_and_median(calfile):
 def test_bad_file_is_a_clear_error(calfile):
     calfile.write_text("{not json")
     from vramplan.errors import VramplanError
-    with pytest.raises(VramplanError, match="unreadable"):
+    with pytest.raises(VramplanError, match=f"calibration file {calfile}: not JSON"):
         C.load()

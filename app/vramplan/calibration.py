@@ -1,55 +1,124 @@
 """Calibration: measured / estimated ratios per GPU and software version, applied on request.
 
-Stored in a small JSON file: $VRAMPLAN_CALIBRATION, else ~/.config/vramplan/calibration.json:
+Every measurement (`vramplan measure --calibrate`) is one row of an SQLite database
+(calibration_store.py: WAL journal, busy timeout, so concurrent writers lose nothing). Where:
 
-    {"version": 1, "entries": {"<gpu id>|torch=2.5.1|cuda=12.4|driver=550.54": {
-        "gpu": ..., "software": {...}, "samples": [{"scenario": {...}, "estimate": {...},
-        "measured": {...}, "ratios": {"peak_allocated_bytes": 1.04, "activations": 1.1, ...}}]}}}
+    --calibration PATH (measure, calibration)  >  $VRAMPLAN_CALIBRATION  >
+    ~/.config/vramplan/calibration.db
 
-A factor is the median of its samples' ratios. `apply` scales an estimate's peaks by their
-factors and re-splits the components so that they still sum to the calibrated peak; the core
-estimator reads this file as data (DESIGN: measurement feeds back as data, never as an import).
+Point several machines or users at one file to pool their measurements (a local disk or a
+filesystem with working locks; over NFS merge exports instead: `vramplan calibration export` /
+`import`, each sample is added once). The old JSON file (~/.config/vramplan/calibration.json) is
+imported once when the database is first written, and a JSON file (an export or the old format)
+named by $VRAMPLAN_CALIBRATION is read as it is (read only). An unwritable or missing home
+directory leaves calibration working read only / in memory, and `status()["notice"]` says so.
+
+A factor is the median of its samples' ratios: the samples of this GPU and exact software
+(torch, CUDA, driver), else of every software version of the GPU. `apply` scales an estimate's
+peaks by their factors and re-splits the components so that they still sum to the calibrated
+peak; the core estimator reads this as data (DESIGN: measurement feeds back as data, never as an
+import).
 """
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import os
+import socket
 import statistics
+import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
+from . import calibration_io, calibration_store
 from .errors import VramplanError
 
 PEAKS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_used_bytes")
 COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
+SOFTWARE = calibration_io.SOFTWARE
 GiB = 2 ** 30
+ENV = "VRAMPLAN_CALIBRATION"
+
+
+def _resolve(file=None) -> tuple[Path, Path | None, str | None]:
+    """(database path, old JSON file to migrate, why no file can be used)."""
+    if file:
+        return Path(file), None, None
+    env = os.environ.get(ENV)
+    if env:
+        return Path(env), None, None
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError):
+        home = None
+    if home is None or not home.is_dir():
+        what = f"home directory {home} does not exist" if home else "no home directory"
+        return (Path("~/.config/vramplan/calibration.db"), None,
+                f"{what}: calibration is kept in memory for this run only "
+                f"(set {ENV} to a writable file)")
+    d = home / ".config" / "vramplan"
+    return d / "calibration.db", d / "calibration.json", None
 
 
 def path() -> Path:
-    p = os.environ.get("VRAMPLAN_CALIBRATION")
-    return Path(p) if p else Path.home() / ".config" / "vramplan" / "calibration.json"
+    """The calibration database: $VRAMPLAN_CALIBRATION, else ~/.config/vramplan/calibration.db."""
+    return _resolve()[0]
+
+
+@contextmanager
+def _store(file=None, write: bool = False):
+    p, legacy, unavailable = _resolve(file)
+    st = calibration_store.open_store(p, write=write, legacy=legacy, unavailable=unavailable)
+    try:
+        yield st
+    finally:
+        st.close()
+
+
+def status(file=None) -> dict:
+    """{"path", "mode": "read-write" | "read-only" | "memory", "samples", "notice"}."""
+    with _store(file) as st:
+        return {"path": str(_resolve(file)[0]), "mode": st.mode, "samples": st.count(),
+                "notice": st.notice}
+
+
+def samples(gpu_id: str | None = None, file=None) -> list[dict]:
+    """Every stored sample (export shape), oldest first."""
+    with _store(file) as st:
+        return st.samples(gpu_id)
 
 
 def load(file: str | Path | None = None) -> dict:
-    f = Path(file) if file else path()
-    if not f.exists():
-        return {"version": 1, "entries": {}}
-    try:
-        d = json.loads(f.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise VramplanError(f"calibration file {f} is unreadable: {exc}") from None
-    if not isinstance(d, dict) or not isinstance(d.get("entries"), dict):
-        raise VramplanError(f"calibration file {f} is not a vramplan calibration")
-    return d
+    """The stored samples in the old file layout: {"version": 1, "entries": {key: {"gpu",
+    "software", "samples": [...]}}}."""
+    entries: dict = {}
+    for s in samples(file=file):
+        e = entries.setdefault(key(s["gpu"], s["software"]),
+                               {"gpu": s["gpu"], "software": s["software"], "samples": []})
+        e["samples"].append({k: s[k] for k in ("scenario", "estimate", "measured", "ratios")})
+    return {"version": 1, "entries": entries}
 
 
-def save(data: dict, file: str | Path | None = None) -> Path:
-    f = Path(file) if file else path()
-    f.parent.mkdir(parents=True, exist_ok=True)
-    tmp = f.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    tmp.replace(f)
-    return f
+def save(data: dict, file: str | Path) -> Path:
+    """Write `data` as a JSON file atomically (calibration_io.write_atomic)."""
+    return calibration_io.write_atomic(file, data)
+
+
+def export(dest: str | Path, gpu_id: str | None = None, file=None) -> int:
+    """Write the stored samples (of one GPU, or all) to `dest` as a version-2 JSON export;
+    returns how many."""
+    got = samples(gpu_id, file)
+    calibration_io.write_atomic(dest, calibration_io.export_doc(got, _now()))
+    return len(got)
+
+
+def import_file(src: str | Path, file=None) -> tuple[int, int]:
+    """Add the samples of an export or an old calibration file; (added, already there)."""
+    got = calibration_io.read(src)
+    with _store(file, write=True) as st:
+        added = st.add(got)
+    return added, len(got) - added
 
 
 def key(gpu_id: str, software: dict | None) -> str:
@@ -71,39 +140,45 @@ def ratios(estimate: dict, measured: dict) -> dict[str, float]:
     return out
 
 
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
 def record(estimate: dict, measured: dict, gpu_id: str | None = None, software: dict | None = None,
            file: str | Path | None = None) -> dict:
-    """Add one (estimate, measurement) pair; returns the stored sample."""
+    """Add one (estimate, measurement) pair as one row; returns the stored sample."""
     gpu_id = gpu_id or (measured.get("gpu") or {}).get("id") or (estimate.get("gpu") or {}).get("id")
     if not gpu_id:
         raise VramplanError("calibration needs the GPU id (the GPU is not in the hardware database)")
     if software is None:
         ms = measured.get("measure", {})
-        software = {k: ms.get(k) for k in ("torch", "cuda", "driver")}
-    data = load(file)
-    k = key(gpu_id, software)
-    entry = data["entries"].setdefault(k, {"gpu": gpu_id, "software": software, "samples": []})
-    sample = {"scenario": estimate.get("scenario"),
-              "estimate": {p: estimate.get("per_gpu", {}).get(p) for p in PEAKS},
-              "measured": {p: measured.get("per_gpu", {}).get(p) for p in PEAKS},
-              "ratios": ratios(estimate, measured)}
-    entry["samples"].append(sample)
-    save(data, file)
+        software = {k: ms.get(k) for k in SOFTWARE}
+    raw = {"uid": uuid.uuid4().hex, "gpu": gpu_id, "software": software,
+           "host": socket.gethostname(), "recorded_at": _now(),
+           "scenario": estimate.get("scenario"),
+           "estimate": {p: estimate.get("per_gpu", {}).get(p) for p in PEAKS},
+           "measured": {p: measured.get("per_gpu", {}).get(p) for p in PEAKS},
+           "ratios": ratios(estimate, measured)}
+    sample = calibration_io.sample(json.loads(json.dumps(raw, default=str)), "calibration sample")
+    with _store(file, write=True) as st:
+        st.add([sample])
     return sample
+
+
+def _same_software(s: dict, software: dict) -> bool:
+    return all(s["software"].get(k) == (None if software.get(k) is None else str(software.get(k)))
+               for k in SOFTWARE)
 
 
 def factors(gpu_id: str, software: dict | None = None, file: str | Path | None = None) -> dict | None:
     """Median ratios for this GPU and software; other software versions of the same GPU when
     this exact one has no samples; None when the GPU was never measured."""
-    entries = load(file)["entries"]
-    e = entries.get(key(gpu_id, software)) if software else None
-    if e is None:
-        same = [v for v in entries.values() if v.get("gpu") == gpu_id]
-        if not same:
-            return None
-        e = {"samples": [s for v in same for s in v["samples"]]}
+    same = samples(gpu_id, file)
+    if not same:
+        return None
+    exact = [s for s in same if _same_software(s, software)] if software else []
     out: dict[str, list] = {}
-    for s in e["samples"]:
+    for s in exact or same:
         for k, v in s["ratios"].items():
             out.setdefault(k, []).append(v)
     return {k: statistics.median(v) for k, v in out.items()}
@@ -145,20 +220,23 @@ def apply(estimate: dict, gpu_id: str | None = None, software: dict | None = Non
     return out
 
 
+def _plain(v):
+    return json.loads(json.dumps(v, sort_keys=True))
+
+
 def describe(estimate: dict, gpu_id: str | None = None, software: dict | None = None,
              file: str | Path | None = None, quantity: str = "device_used_bytes") -> str:
-    """'estimate 41.2 GiB, measured 43.0 GiB on this GPU, calibrated 43.1 GiB'."""
+    """'estimate 41.2 GiB, measured 43.0 GiB on this GPU, calibrated 43.1 GiB' (then the
+    store's notice, when it is read only or in memory)."""
     gpu_id = gpu_id or (estimate.get("gpu") or {}).get("id")
     est = estimate["per_gpu"][quantity]
     parts = [f"estimate {est / GiB:.1f} GiB"]
     measured = None
     if gpu_id:
-        for e in load(file)["entries"].values():
-            if e.get("gpu") != gpu_id:
-                continue
-            for s in e["samples"]:
-                if s.get("scenario") == estimate.get("scenario") and s["measured"].get(quantity):
-                    measured = s["measured"][quantity]
+        scn = _plain(estimate.get("scenario"))
+        for s in samples(gpu_id, file):
+            if s["scenario"] == scn and s["measured"].get(quantity):
+                measured = s["measured"][quantity]
     if measured is not None:
         parts.append(f"measured {measured / GiB:.1f} GiB on this GPU")
     cal = apply(estimate, gpu_id, software, file)
@@ -166,4 +244,6 @@ def describe(estimate: dict, gpu_id: str | None = None, software: dict | None = 
         parts.append(f"calibrated {cal['per_gpu'][quantity] / GiB:.1f} GiB")
     else:
         parts.append("not calibrated (no measurement on this GPU)")
-    return ", ".join(parts)
+    text = ", ".join(parts)
+    notice = status(file)["notice"]
+    return f"{text} ({notice})" if notice else text

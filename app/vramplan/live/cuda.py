@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import time
 
+from .. import safejson
 from ..errors import UnavailableError, VramplanError
 
 
@@ -27,6 +28,10 @@ def _torch_cuda():
     return torch
 
 
+class MeasureError(VramplanError):
+    """CUDA failed during a measurement (not out of memory); memory was released."""
+
+
 def _cleanup(torch) -> None:
     gc.collect()
     try:
@@ -34,6 +39,73 @@ def _cleanup(torch) -> None:
     except Exception:  # a failed kernel leaves the context unusable: still try to free
         pass
     torch.cuda.empty_cache()
+
+
+def _release(torch, device: int) -> None:
+    """Give the memory of a measurement back, whatever happened: drop the garbage, empty the
+    caching allocator, reset the peak counters. Never raises (it runs in `finally`)."""
+    gc.collect()
+    for step in (lambda: torch.cuda.synchronize(device), torch.cuda.empty_cache,
+                 lambda: torch.cuda.reset_peak_memory_stats(device)):
+        try:
+            step()
+        except Exception:  # a broken context: free what can be freed
+            pass
+
+
+def _oom_types(torch) -> tuple:
+    """torch.OutOfMemoryError (2.1+) / torch.cuda.OutOfMemoryError (1.13+), whichever exist."""
+    found = [getattr(torch, "OutOfMemoryError", None),
+             getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)]
+    return tuple(dict.fromkeys(t for t in found if isinstance(t, type))) or (MemoryError,)
+
+
+def _others(device: int) -> str:
+    """"; other processes hold 78.0 GiB of it" when NVML can tell, else ""."""
+    try:
+        from .nvml import probe
+        g = [x for x in probe() if x["index"] == device]
+        held = g[0]["other_processes_bytes"] if g else None
+    except VramplanError:
+        return ""
+    return f"; other processes hold {held / 2 ** 30:.1f} GiB of it" if held else ""
+
+
+def _failure(torch, exc: BaseException, what: str, device: int, free: int | None = None):
+    """The one-line VramplanError for a CUDA failure during `what`."""
+    msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if isinstance(exc, _oom_types(torch)) or "out of memory" in msg.lower():
+        others = _others(device)
+        if free is not None:
+            at = f" ({free / 2 ** 30:.1f} GiB free at the start{others})"
+        else:
+            at = f" ({others[2:]})" if others else ""
+        return OutOfMemory(f"CUDA out of memory {what}{at}: {msg}")
+    if "busy or unavailable" in msg.lower():
+        return UnavailableError(f"GPU {device} is busy or unavailable (taken by another process "
+                                f"in exclusive compute mode?): {msg}")
+    return MeasureError(f"CUDA failed {what}: {msg}")
+
+
+def _check_device(torch, device: int) -> None:
+    n = torch.cuda.device_count()
+    if not 0 <= device < n:
+        raise VramplanError(f"no CUDA device {device}: torch sees {n} (0..{n - 1})" if n else
+                            "no CUDA device visible to torch")
+
+
+def _free(torch, device: int) -> int | None:
+    try:
+        return int(torch.cuda.mem_get_info(device)[0])
+    except Exception:  # a busy GPU can refuse even this; the error comes with the run
+        return None
+
+
+def _run_steps(scn, family, config, steps: int, on_step=None):
+    """Run the scenario's job on CUDA (tracing.runner; imports torch)."""
+    from ..tracing.runner import job_for, run_job
+    kw = {"on_step": on_step} if on_step is not None else {}
+    return run_job(job_for(scn, family, config), mode="cuda", steps=steps, timeline=False, **kw)
 
 
 def _scenario(scenario, batch: int | None = None):
@@ -89,42 +161,63 @@ def software() -> dict:
 
 def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = None) -> dict:
     """Run the scenario for `steps` steps on GPU `device`; the estimate JSON shape with
-    "source": "measure" and a "measure" section (memory_stats, versions, snapshot path)."""
-    torch = _torch_cuda()
-    from ..tracing.runner import job_for, run_job
+    "source": "measure" and a "measure" section (memory_stats, versions, snapshot path).
+    What could not be read is None and named in "missing" ({what: why}). The memory the run
+    took is given back whatever happens (out of memory, a CUDA error, Ctrl-C)."""
+    if steps < 1:
+        raise VramplanError(f"--steps must be at least 1, got {steps}")
+    if isinstance(scenario, dict):
+        safejson.check_value(scenario, "scenario")
     scn, family, config = _scenario(scenario)
-    torch.cuda.set_device(device)
-    _cleanup(torch)
-    base = torch.cuda.memory_allocated(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    if snapshot:
-        torch.cuda.memory._record_memory_history(max_entries=200_000)
-    t0 = time.perf_counter()
+    torch = _torch_cuda()
+    _check_device(torch, device)
+    batch = getattr(scn, "batch_size", None) if not isinstance(scn, dict) else scn.get("batch_size")
+    missing: dict = {}
+    free = None
+    counted = None
     try:
-        counted = run_job(job_for(scn, family, config), mode="cuda", steps=steps, timeline=False)
+        torch.cuda.set_device(device)
+        _cleanup(torch)
+        free = _free(torch, device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        if snapshot:
+            torch.cuda.memory._record_memory_history(max_entries=200_000)
+        t0 = time.perf_counter()
+        counted = _run_steps(scn, family, config, steps)
         torch.cuda.synchronize(device)
-        peak_alloc = torch.cuda.max_memory_allocated(device) - base
-        peak_res = torch.cuda.max_memory_reserved(device)
+        seconds = round(time.perf_counter() - t0, 3)
+        peak_alloc = int(torch.cuda.max_memory_allocated(device) - base)
+        peak_res = int(torch.cuda.max_memory_reserved(device))
         stats = torch.cuda.memory_stats(device)
         if snapshot:
             torch.cuda.memory._dump_snapshot(snapshot)
-    except torch.OutOfMemoryError as exc:
-        counted = None
-        _cleanup(torch)
-        raise OutOfMemory(f"CUDA out of memory at batch {getattr(scn, 'batch_size', '?')}: "
-                          f"{str(exc).splitlines()[0]}") from None
+        try:   # NVML's figure for this process, read while the run's memory is still held
+            from .nvml import nvml_process_used
+            used = nvml_process_used(_nvml_index(torch, device))
+            if used is None:
+                missing["device_used_bytes"] = "NVML does not report this process's memory"
+        except VramplanError as exc:
+            used = None
+            missing["device_used_bytes"] = str(exc)
+        c = counted.counter
+        comps = {k: int(c.peak_cat.get(k, 0)) for k in
+                 ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")}
+        counter_peak, counter_phase = int(c.peak), c.peak_phase
+    except VramplanError:
+        raise
+    except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
+        raise _failure(torch, exc, f"at batch {batch if batch is not None else '?'}", device,
+                       free) from None
     finally:
         if snapshot:
-            torch.cuda.memory._record_memory_history(enabled=None)
-    try:
-        from .nvml import nvml_process_used
-        used = nvml_process_used(_nvml_index(torch, device))
-    except VramplanError:
-        used = None
-    c = counted.counter
-    comps = {k: int(c.peak_cat.get(k, 0)) for k in
-             ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")}
-    comps["allocator_slack"] = int(peak_res - peak_alloc)
+            try:
+                torch.cuda.memory._record_memory_history(enabled=None)
+            except Exception:  # recording was never started
+                pass
+        counted = None
+        _release(torch, device)
+    comps["allocator_slack"] = peak_res - peak_alloc
     keep = ("num_alloc_retries", "num_ooms", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
             "active_bytes.all.peak", "inactive_split_bytes.all.peak", "segment.all.peak",
             "num_device_alloc", "num_device_free")
@@ -132,28 +225,30 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
         "source": "measure",
         "scenario": scn.to_dict() if hasattr(scn, "to_dict") else scn,
         "gpu": _gpu_entry(torch, device),
-        "per_gpu": {"components": comps, "peak_allocated_bytes": int(peak_alloc),
-                    "peak_reserved_bytes": int(peak_res),
+        "per_gpu": {"components": comps, "peak_allocated_bytes": peak_alloc,
+                    "peak_reserved_bytes": peak_res,
                     "device_used_bytes": int(used) if used is not None else None},
-        "measure": {"steps": steps, "seconds": round(time.perf_counter() - t0, 3),
-                    "counter_peak_bytes": int(c.peak), "counter_peak_phase": c.peak_phase,
+        "measure": {"steps": steps, "seconds": seconds,
+                    "counter_peak_bytes": counter_peak, "counter_peak_phase": counter_phase,
                     "memory_stats": {k: int(stats[k]) for k in keep if k in stats},
                     "snapshot": snapshot, **software()},
     }
-    del counted
-    _cleanup(torch)
+    if missing:
+        result["missing"] = missing
     return result
 
 
 def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -> dict:
     """Device-to-device copy of a large buffer timed with CUDA events (read + write counted)."""
     torch = _torch_cuda()
-    free, _total = torch.cuda.mem_get_info(device)
-    n = int(min(size_bytes or 2 << 30, free // 4)) // 4096 * 4096
-    if n <= 0:
-        raise UnavailableError("no free GPU memory for the bandwidth buffer (GPU busy?)")
+    _check_device(torch, device)
     a = b = None
     try:
+        free, _total = torch.cuda.mem_get_info(device)
+        n = int(min(size_bytes or 2 << 30, free // 4)) // 4096 * 4096
+        if n <= 0:
+            raise UnavailableError(f"no free GPU memory for the bandwidth buffer (GPU {device} "
+                                   f"busy{_others(device) or ''}?)")
         a = torch.empty(n, dtype=torch.uint8, device=device)
         b = torch.empty_like(a)
         b.copy_(a)
@@ -165,11 +260,13 @@ def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -
         end.record()
         torch.cuda.synchronize(device)
         ms = start.elapsed_time(end)
-    except torch.OutOfMemoryError:
-        raise OutOfMemory("CUDA out of memory allocating the bandwidth buffers") from None
+    except VramplanError:
+        raise
+    except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
+        raise _failure(torch, exc, "allocating the bandwidth buffers", device) from None
     finally:
-        del a, b
-        _cleanup(torch)
+        a = b = None
+        _release(torch, device)
     gbs = 2 * n * iters / (ms / 1e3) / 1e9
     gpu = _gpu_entry(torch, device)
     sheet = None
@@ -191,9 +288,9 @@ def max_batch(scenario, max_share: float = 0.9, limit: int = 4096, device: int =
     free, total = torch.cuda.mem_get_info(device)
     budget = int(max_share * free)
     frac = min(1.0, (budget + torch.cuda.memory_reserved(device)) / total)
-    torch.cuda.set_per_process_memory_fraction(frac, device)
     trial = trial or (lambda b: measure(_scenario(scenario, b)[0], device=device))
     trials = []
+    oom = (OutOfMemory, *_oom_types(torch))
 
     def ok(b: int) -> bool:
         try:
@@ -202,13 +299,14 @@ def max_batch(scenario, max_share: float = 0.9, limit: int = 4096, device: int =
             good = peak <= budget
             trials.append({"batch_size": b, "fits": good, "peak_reserved_bytes": peak})
             return good
-        except (OutOfMemory, torch.OutOfMemoryError):
+        except oom:
             trials.append({"batch_size": b, "fits": False, "peak_reserved_bytes": None})
             return False
         finally:
             _cleanup(torch)
 
     try:
+        torch.cuda.set_per_process_memory_fraction(frac, device)
         if not ok(1):
             best = 0
         else:
@@ -221,26 +319,30 @@ def max_batch(scenario, max_share: float = 0.9, limit: int = 4096, device: int =
                 lo, hi = (mid, hi) if ok(mid) else (lo, mid)
             best = lo
     finally:
-        torch.cuda.set_per_process_memory_fraction(1.0, device)
-        _cleanup(torch)
+        try:
+            torch.cuda.set_per_process_memory_fraction(1.0, device)
+        finally:
+            _cleanup(torch)
     return {"max_batch_size": best, "max_share": max_share, "budget_bytes": budget,
             "free_bytes_at_start": int(free), "trials": trials}
 
 
 def leak_check(scenario, steps: int = 6, device: int = 0, tolerance: int = 1 << 20) -> dict:
     """Allocated memory after each step; growth after the second step is a leak."""
-    torch = _torch_cuda()
-    from ..tracing.runner import job_for, run_job
     scn, family, config = _scenario(scenario)
+    torch = _torch_cuda()
+    _check_device(torch, device)
     after = []
-    _cleanup(torch)
     try:
-        run_job(job_for(scn, family, config), mode="cuda", steps=max(steps, 3), timeline=False,
-                on_step=lambda s: after.append(int(torch.cuda.memory_allocated(device))))
-    except torch.OutOfMemoryError:
         _cleanup(torch)
-        raise OutOfMemory("CUDA out of memory during the leak check") from None
-    _cleanup(torch)
+        _run_steps(scn, family, config, max(steps, 3),
+                   on_step=lambda s: after.append(int(torch.cuda.memory_allocated(device))))
+    except VramplanError:
+        raise
+    except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
+        raise _failure(torch, exc, "during the leak check", device) from None
+    finally:
+        _release(torch, device)
     growth = (after[-1] - after[1]) / max(1, len(after) - 2)
     return {"allocated_after_step": after, "growth_per_step_bytes": int(growth),
             "leak": growth > tolerance}
