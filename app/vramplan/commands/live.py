@@ -168,7 +168,8 @@ def run_measure(args) -> int:
     notes = []
     try:
         from ..estimate import estimate
-        e = estimate(scn).to_dict()
+        gpu_id = (r.get("gpu") or {}).get("id")     # compare on the GPU that was measured
+        e = (estimate(scn, gpu_id) if gpu_id else estimate(scn)).to_dict()
         r["estimate"] = e["per_gpu"]
     except Exception as exc:  # estimate failing must not lose a measurement
         e = None

@@ -173,8 +173,7 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
     _check_device(torch, device)
     batch = getattr(scn, "batch_size", None) if not isinstance(scn, dict) else scn.get("batch_size")
     missing: dict = {}
-    free = None
-    counted = None
+    free = counted = failure = None
     try:
         torch.cuda.set_device(device)
         _cleanup(torch)
@@ -207,8 +206,9 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
     except VramplanError:
         raise
     except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
-        raise _failure(torch, exc, f"at batch {batch if batch is not None else '?'}", device,
-                       free) from None
+        # raised after `finally`, without the CUDA error (whose traceback holds the tensors)
+        failure = _failure(torch, exc, f"at batch {batch if batch is not None else '?'}", device,
+                           free)
     finally:
         if snapshot:
             try:
@@ -217,6 +217,8 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
                 pass
         counted = None
         _release(torch, device)
+    if failure is not None:
+        raise failure
     comps["allocator_slack"] = peak_res - peak_alloc
     keep = ("num_alloc_retries", "num_ooms", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
             "active_bytes.all.peak", "inactive_split_bytes.all.peak", "segment.all.peak",
@@ -242,13 +244,14 @@ def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -
     """Device-to-device copy of a large buffer timed with CUDA events (read + write counted)."""
     torch = _torch_cuda()
     _check_device(torch, device)
-    a = b = None
+    a = b = failure = None
     try:
         free, _total = torch.cuda.mem_get_info(device)
         n = int(min(size_bytes or 2 << 30, free // 4)) // 4096 * 4096
         if n <= 0:
-            raise UnavailableError(f"no free GPU memory for the bandwidth buffer (GPU {device} "
-                                   f"busy{_others(device) or ''}?)")
+            others = _others(device)
+            raise UnavailableError(f"no free memory on GPU {device} for the bandwidth buffer "
+                                   + (f"({others[2:]})" if others else "(GPU busy?)"))
         a = torch.empty(n, dtype=torch.uint8, device=device)
         b = torch.empty_like(a)
         b.copy_(a)
@@ -263,10 +266,12 @@ def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -
     except VramplanError:
         raise
     except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
-        raise _failure(torch, exc, "allocating the bandwidth buffers", device) from None
+        failure = _failure(torch, exc, "allocating the bandwidth buffers", device)
     finally:
         a = b = None
         _release(torch, device)
+    if failure is not None:
+        raise failure
     gbs = 2 * n * iters / (ms / 1e3) / 1e9
     gpu = _gpu_entry(torch, device)
     sheet = None
@@ -332,7 +337,7 @@ def leak_check(scenario, steps: int = 6, device: int = 0, tolerance: int = 1 << 
     scn, family, config = _scenario(scenario)
     torch = _torch_cuda()
     _check_device(torch, device)
-    after = []
+    after, failure = [], None
     try:
         _cleanup(torch)
         _run_steps(scn, family, config, max(steps, 3),
@@ -340,9 +345,11 @@ def leak_check(scenario, steps: int = 6, device: int = 0, tolerance: int = 1 << 
     except VramplanError:
         raise
     except (RuntimeError, MemoryError, *_oom_types(torch)) as exc:
-        raise _failure(torch, exc, "during the leak check", device) from None
+        failure = _failure(torch, exc, "during the leak check", device)
     finally:
         _release(torch, device)
+    if failure is not None:
+        raise failure
     growth = (after[-1] - after[1]) / max(1, len(after) - 2)
     return {"allocated_after_step": after, "growth_per_step_bytes": int(growth),
             "leak": growth > tolerance}
