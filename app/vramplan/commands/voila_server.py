@@ -115,7 +115,21 @@ def _app_class():
     return PlannerVoila
 
 
+def warm_chart_cache() -> None:
+    """Build the chart widget's offline bundle once, in the background, so that even the first
+    visitor's kernel reads it from the cache (vramplan.ui.altair_offline)."""
+    import subprocess
+    try:
+        subprocess.Popen([sys.executable, "-c", "from vramplan.ui.altair_offline import "
+                          "enable_offline; enable_offline()"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    except OSError:
+        pass  # the first kernel builds it instead
+
+
 def main(argv: list[str] | None = None) -> None:
+    warm_chart_cache()
     _app_class().launch_instance(argv=argv if argv is not None else sys.argv[1:])
 
 

@@ -222,8 +222,8 @@ def _prepare_altair() -> None:
     with _ALTAIR_LOCK:
         if _ALTAIR_READY.is_set():
             return
-        import altair as alt
-        alt.JupyterChart.enable_offline()
+        from .altair_offline import enable_offline
+        enable_offline()
         _ALTAIR_READY.set()
 
 
