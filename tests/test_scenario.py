@@ -176,8 +176,15 @@ def test_load_scenarios_single_object_over_lines(tmp_path):
     assert s.task == "generate"
 
 
+def test_load_scenarios_broken_json_line_is_reported_in_place(tmp_path):
+    p = tmp_path / "bad.jsonl"
+    p.write_text('{"model": "gpt2"}\n{"model": \n{"model": "gpt2", "batch_size": 2}\n')
+    good, bad, good2 = load_scenarios(p)
+    assert isinstance(good, Scenario) and good2.batch_size == 2
+    assert isinstance(bad, ScenarioError) and "line 2" in str(bad) and "not JSON" in str(bad)
+
+
 @pytest.mark.parametrize("text, line", [
-    ('{"model": "gpt2"}\n{"model": \n', 2),
     ("not json at all\n", 1),
     ('{\n  "model": "gpt2",\n  "task" "train"\n}\n', 3),
 ])

@@ -144,7 +144,7 @@ SUPPORTED = {
 @pytest.mark.parametrize("model,tasks", SUPPORTED.items(), ids=list(SUPPORTED))
 def test_valid_tasks_per_family(model, tasks):
     assert valid_tasks(model) == tasks
-    assert get_model(model).tasks == tasks
+    assert valid_tasks(get_model(model)) == tasks
     assert valid_tasks(get_model(model)) == tasks
     for task in TASKS:
         d = {"model": model, "task": task}

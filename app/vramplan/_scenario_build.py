@@ -10,11 +10,12 @@ from typing import Any
 
 from . import safejson
 from .errors import ScenarioError, VramplanError, closest
+from .vocab import TRANSFORMER_FAMILIES
 from ._scenario_rules import (ATTENTION, CHECKPOINTING, LORA_TASKS, MODELLESS_TASKS, OFFLOAD,
                               OPTIMIZERS, OPTIONS, PRECISIONS, QUANTISED, TASKS, TRAINING_TASKS,
                               task_defaults)
 
-TRANSFORMER = ("decoder", "encoder", "encoder-decoder")
+TRANSFORMER = TRANSFORMER_FAMILIES
 _LIMIT = 1 << 30   # sanity bound for counts (tokens, steps, frames, batch)
 
 

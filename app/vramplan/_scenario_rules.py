@@ -5,25 +5,9 @@ options and what each does to memory) can be read without the validation code.
 """
 from __future__ import annotations
 
-TASKS = ("train", "lora", "qlora", "forward", "generate", "serve", "denoise", "load", "render",
-         "volume", "array")
-TRAINING_TASKS = ("train", "lora", "qlora")
-MODELLESS_TASKS = ("render", "volume", "array")
-# tasks that accept a `lora` object: required-and-defaulted for lora/qlora; an attached adapter
-# for the inference tasks (torchtune logs memory after loading base + adapters: task load)
-LORA_TASKS = ("lora", "qlora", "load", "forward", "generate", "serve", "denoise")
-
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
-              "nf4")
-QUANTISED = ("fp8", "int8", "int4", "nf4")        # weight formats: inference or QLoRA bases
-PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp16-mixed": 2, "bf16-mixed": 2,
-                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5}
-
-OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
-              "paged-adamw-8bit", "lion", "none")
-CHECKPOINTING = ("none", "selective", "full")
-ATTENTION = ("eager", "sdpa", "flash")
-KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+from .vocab import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, LORA_TASKS,  # noqa: F401
+                    MODELLESS_TASKS, OPTIMIZERS, PRECISION_BYTES, PRECISIONS, QUANTISED, TASKS,
+                    TRAINING_TASKS, TRANSFORMER_FAMILIES)
 
 OFFLOAD: dict[str, str] = {
     "optimizer": "optimizer states live in CPU memory (ZeRO-Offload / FSDP CPU offload); the "
@@ -117,7 +101,7 @@ def default_seq_len(task: str, max_positions: int | None) -> int | None:
 def task_defaults(task: str, family: str | None, max_positions: int | None) -> dict:
     """Top-level defaults of a task for a model family (transformer keys only where they
     apply); used by normalisation and by Scenario.replace to recognise defaulted values."""
-    transformer = family in ("decoder", "encoder", "encoder-decoder")
+    transformer = family in TRANSFORMER_FAMILIES
     d = {"batch_size": 1, "precision": default_precision(task),
          "optimizer": default_optimizer(task), "gradient_accumulation": 1,
          "checkpointing": "none", "attention": None if task in MODELLESS_TASKS else "sdpa"}

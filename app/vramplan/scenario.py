@@ -466,9 +466,13 @@ def load_scenarios(path: str | Path) -> list:
         raise VramplanError(f"{what} is empty")
     lines = [(i, line) for i, line in enumerate(text.splitlines(), 1) if line.strip()]
     if len(lines) > 1 and _one_object(lines[0][1]):  # JSON Lines
-        docs = [(f"line {i}", safejson.loads(line, f"{path}: line {i}",
-                                             max_chars=MAX_SCENARIO_FILE_BYTES))
-                for i, line in lines]
+        docs = []
+        for i, line in lines:  # a broken line is reported in its place, the others run
+            try:
+                docs.append((f"line {i}", safejson.loads(line, f"line {i}",
+                                                         max_chars=MAX_SCENARIO_FILE_BYTES)))
+            except VramplanError as exc:
+                docs.append((f"line {i}", ScenarioError("scenario", str(exc))))
     else:
         try:
             whole = safejson.loads(text, str(path), max_chars=MAX_SCENARIO_FILE_BYTES)
@@ -483,6 +487,9 @@ def load_scenarios(path: str | Path) -> list:
             docs = [("line 1", whole)]
     out: list = []
     for lineno, doc in docs:
+        if isinstance(doc, ScenarioError):
+            out.append(doc)
+            continue
         try:
             if not isinstance(doc, dict):
                 raise ScenarioError("scenario", f"{lineno}: expected a JSON object, got "

@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .errors import ScenarioError, UnavailableError
+from .vocab import COMPONENTS
 
 FAMILIES = ("decoder", "encoder", "vit", "cnn", "unet")
-COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
 _RESNET_DEPTHS = {18: ((2, 2, 2, 2), "basic"), 34: ((3, 4, 6, 3), "basic"),
                   50: ((3, 4, 6, 3), "bottleneck"), 101: ((3, 4, 23, 3), "bottleneck"),
                   152: ((3, 8, 36, 3), "bottleneck")}

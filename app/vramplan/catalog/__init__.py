@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ..errors import ScenarioError, UnknownIdError, VramplanError
+from ..vocab import TRANSFORMER_FAMILIES
 from .transformer_arch import KINDS, TransformerArch, arch_from_config, generic_decoder
 
 __all__ = ["ModelSpec", "Catalog", "AmbiguousModelError", "CatalogError", "get_model",
@@ -26,7 +27,7 @@ __all__ = ["ModelSpec", "Catalog", "AmbiguousModelError", "CatalogError", "get_m
            "TRANSFORMER_FAMILIES", "DATA_DIR"]
 
 DATA_DIR = Path(__file__).with_name("data")
-TRANSFORMER_FAMILIES = KINDS  # ("decoder", "encoder", "encoder-decoder")
+
 
 
 class CatalogError(VramplanError, ValueError):
@@ -82,11 +83,6 @@ class ModelSpec:
     def max_positions(self) -> int | None:
         return self.arch.max_positions if self.is_transformer else None
 
-    @property
-    def tasks(self) -> tuple[str, ...]:
-        """The scenario tasks this model supports (`vramplan.scenario.valid_tasks`)."""
-        from ..scenario import valid_tasks
-        return valid_tasks(self)
 
     def to_dict(self) -> dict:
         return {"id": self.id, "family": self.family, "source": self.source,

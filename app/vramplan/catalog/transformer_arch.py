@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ScenarioError
+from ..vocab import TRANSFORMER_FAMILIES
 
-KINDS = ("decoder", "encoder", "encoder-decoder")
+KINDS = TRANSFORMER_FAMILIES  # a transformer's kind is its family
 
 # model_type -> (kind, style). `style` selects the reader below; any type not listed is read as
 # a Llama-like decoder ("generic") when it carries the Llama keys.

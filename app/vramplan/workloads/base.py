@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Component names shared by every workload; a workload may add its own keys (e.g. "frame_buffers").
-COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
+from ..vocab import COMPONENTS  # noqa: F401 (a workload may add its own, e.g. "frame_buffers")
 
 
 @dataclass

@@ -22,13 +22,14 @@ import functools
 import json
 
 from ..errors import ScenarioError
+from ..vocab import VISION_FAMILIES
 from .base import Footprint
 from . import register
 from .vision_layers import Graph
 from . import vision_nets as nets
 from . import vision_heads as heads
 
-FAMILIES = ("cnn", "vit", "detection", "segmentation", "unet")
+FAMILIES = VISION_FAMILIES
 TASKS = ("train", "forward", "load")
 
 

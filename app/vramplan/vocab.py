@@ -1,0 +1,48 @@
+"""The shared vocabulary, defined once: component names, model families, tasks, precisions
+and the other names every stage speaks. The ground floor: imports nothing of the package.
+
+Names are the domain's own (`weights`, `kv_cache`, `optimizer_states`); the scenario keys that
+take these values are described in `vramplan.scenario.keys`.
+"""
+from __future__ import annotations
+
+# ---- what memory is made of ------------------------------------------------------------------
+MODEL_STATES = ("weights", "gradients", "optimizer_states")
+# live bytes at the peak, shared by every workload (a workload may add its own, e.g. "arrays")
+COMPONENTS = MODEL_STATES + ("activations", "kv_cache", "temporary")
+# what the process holds beyond the live tensors (overhead model, trace and live measurement)
+CUDA_CONTEXT = "cuda_context"
+ALLOCATOR_SLACK = "allocator_slack"
+OVERHEAD_COMPONENTS = (CUDA_CONTEXT, ALLOCATOR_SLACK)
+
+# where a memory report comes from (`source` of the result JSON)
+SOURCES = ("estimate", "trace", "measure")
+
+# ---- model families ----------------------------------------------------------------------------
+TRANSFORMER_FAMILIES = ("decoder", "encoder", "encoder-decoder")
+VISION_FAMILIES = ("cnn", "vit", "detection", "segmentation", "unet")
+DIFFUSION_FAMILIES = ("diffusion",)
+FAMILIES = TRANSFORMER_FAMILIES + VISION_FAMILIES + DIFFUSION_FAMILIES
+
+# ---- tasks ----------------------------------------------------------------------------------------
+TASKS = ("train", "lora", "qlora", "forward", "generate", "serve", "denoise", "load", "render",
+         "volume", "array")
+TRAINING_TASKS = ("train", "lora", "qlora")
+MODELLESS_TASKS = ("render", "volume", "array")
+# tasks that accept a `lora` object: required-and-defaulted for lora/qlora; an attached adapter
+# for the inference tasks (torchtune logs memory after loading base + adapters: task load)
+LORA_TASKS = ("lora", "qlora", "load", "forward", "generate", "serve", "denoise")
+
+# ---- numbers and how they are stored -----------------------------------------------------------
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
+              "nf4")
+QUANTISED = ("fp8", "int8", "int4", "nf4")        # weight formats: inference or QLoRA bases
+PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp16-mixed": 2, "bf16-mixed": 2,
+                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5}
+KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+# ---- how a job runs ------------------------------------------------------------------------------
+OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
+              "paged-adamw-8bit", "lion", "none")
+CHECKPOINTING = ("none", "selective", "full")
+ATTENTION = ("eager", "sdpa", "flash")
