@@ -1,5 +1,5 @@
 from vramplan.scenario import Scenario
-from vramplan.workloads import footprint
+from vramplan.workloads.dispatch import footprint
 
 
 def fp(**kw):

@@ -8,9 +8,9 @@ from hypothesis import given, settings, strategies as st
 
 from vramplan.catalog import get_model
 from vramplan.scenario import Scenario
-from vramplan.workloads import footprint
-from vramplan.workloads.diffusion import component_weight_bytes
-from vramplan.workloads.diffusion_parts import vae2d_decode
+from vramplan.workloads.dispatch import footprint
+from vramplan.workloads.diffusion.footprint import component_weight_bytes
+from vramplan.workloads.diffusion.parts import vae2d_decode
 
 GiB = 2**30
 CASES = pathlib.Path(__file__).parent / "data" / "public_cases.jsonl"

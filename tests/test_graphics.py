@@ -1,8 +1,8 @@
 from hypothesis import given, settings, strategies as st
 
 from vramplan.scenario import Scenario
-from vramplan.workloads import footprint
-from vramplan.workloads.graphics import target_bytes
+from vramplan.workloads.dispatch import footprint
+from vramplan.workloads.graphics.footprint import target_bytes
 
 
 def fp(**kw):

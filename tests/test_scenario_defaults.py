@@ -12,7 +12,7 @@ from vramplan.catalog import get_model, list_models
 from vramplan.errors import ScenarioError
 from vramplan.estimate import estimate
 from vramplan.scenario import TASKS, Scenario, model_defaults, valid_tasks
-from vramplan.workloads import families, family_tasks
+from vramplan.workloads.registry import families, family_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU = "nvidia-a100-sxm4-80gb"

@@ -24,7 +24,7 @@ F = torch.nn.functional
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from vramplan.catalog import get_model  # noqa: E402
-from vramplan.workloads.diffusion_parts import unet_step  # noqa: E402
+from vramplan.workloads.diffusion.parts import unet_step  # noqa: E402
 
 CFG = get_model("stable-diffusion-v1-5/stable-diffusion-v1-5").config["components"]["unet"]
 TEXT_TOKENS, TEXT_DIM = 77, CFG["cross_attention_dim"]

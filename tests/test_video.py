@@ -1,5 +1,5 @@
 from vramplan.scenario_extra import EXTRA_KEYS
-from vramplan.workloads.video import seed_check, video_bytes
+from vramplan.workloads.graphics.video import seed_check, video_bytes
 
 
 def test_nv12_and_p010_surfaces():

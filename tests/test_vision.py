@@ -8,8 +8,9 @@ from hypothesis import given, settings, strategies as st
 from vramplan.catalog import get_model, list_models
 from vramplan.errors import ScenarioError
 from vramplan.scenario import Scenario
-from vramplan.workloads import footprint
-from vramplan.workloads.vision import FAMILIES, activation_bytes, param_count
+from vramplan.workloads.dispatch import footprint
+from vramplan.vocab import VISION_FAMILIES as FAMILIES
+from vramplan.workloads.vision.footprint import activation_bytes, param_count
 
 # Published parameter counts (torchvision weights meta num_params, HF model cards, timm).
 KNOWN = {

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 
-from vramplan.workloads.vision import activation_bytes  # noqa: E402
+from vramplan.workloads.vision.footprint import activation_bytes  # noqa: E402
 
 
 class Bottleneck(nn.Module):

@@ -1,7 +1,7 @@
 from hypothesis import given, settings, strategies as st
 
 from vramplan.scenario import Scenario
-from vramplan.workloads import footprint
+from vramplan.workloads.dispatch import footprint
 
 
 def fp(**kw):

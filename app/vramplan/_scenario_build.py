@@ -22,7 +22,7 @@ _LIMIT = 1 << 30   # sanity bound for counts (tokens, steps, frames, batch)
 def supported_tasks(family: str | None) -> tuple[str, ...]:
     """The tasks a model family supports, in TASKS order: the workload registrations' table
     (`vramplan.workloads.family_tasks`); family None: the model-less tasks."""
-    from .workloads import family_tasks
+    from .workloads.registry import family_tasks
     ok = set(family_tasks(family))
     return tuple(t for t in TASKS if t in ok)
 
@@ -42,7 +42,7 @@ def _check_task_family(task: str, spec) -> None:
     """A task the model's family does not support is refused here, naming the valid ones."""
     if task in MODELLESS_TASKS or spec is None:
         return
-    from .workloads import families
+    from .workloads.registry import families
     ok = supported_tasks(spec.family)
     if task in ok:
         return
@@ -60,7 +60,7 @@ def model_defaults(task: str, spec) -> dict:
     """Keys the model's catalog config decides (resolution, steps, frames, text_len, guidance),
     from its family's defaults hook (`vramplan.workloads.family_defaults`); for the model-less
     tasks (spec None) the task's own hook (e.g. render's default resolution); JSON values."""
-    from .workloads import family_defaults
+    from .workloads.registry import family_defaults
     return family_defaults(task, spec)
 
 

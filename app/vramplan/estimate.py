@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from . import overhead
 from .errors import ScenarioError
-from .workloads import Footprint, footprint as workload_footprint
+from .workloads.base import Footprint
+from .workloads.dispatch import footprint as workload_footprint
 
 MAX_BATCH_CAP = 1 << 20
 

@@ -173,13 +173,13 @@ def check_lora_targets(sc) -> None:
         return
     spec = sc.spec
     if spec.is_transformer:
-        from ..workloads.transformer import _LORA_GROUPS, _lora_modules
+        from ..workloads.transformer.footprint import LORA_GROUPS, lora_modules
         arch = spec.arch
-        names = set().union(*_LORA_GROUPS.values()) | {"all-linear"}
-        valid = sorted(n for n in names if _lora_modules(arch, [n])[1])
+        names = set().union(*LORA_GROUPS.values()) | {"all-linear"}
+        valid = sorted(n for n in names if lora_modules(arch, [n])[1])
 
         def known(t):
-            return t.lower() in {"all", "all_linear"} or bool(_lora_modules(arch, [t])[1])
+            return t.lower() in {"all", "all_linear"} or bool(lora_modules(arch, [t])[1])
     elif spec.family == "diffusion":
         valid = list(DIFFUSION_LORA_TARGETS)
 

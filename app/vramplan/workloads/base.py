@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..scenario_extra import EXTRA_DEFAULTS
 from ..vocab import COMPONENTS  # noqa: F401 (a workload may add its own, e.g. "frame_buffers")
 
 
@@ -52,3 +53,11 @@ class Footprint:
             if int(v) != v or v < 0:
                 raise ValueError(f"component {k} must be a non-negative int of bytes, got {v!r}")
             self.components[k] = int(v)
+
+
+def extra_of(scenario, task: str) -> dict:
+    """The workload-specific keys of `task` (render targets, arrays, work buffers, ...): the
+    task's defaults under what the scenario gives."""
+    ex = EXTRA_DEFAULTS(task)
+    ex.update(getattr(scenario, "extra", None) or {})
+    return ex

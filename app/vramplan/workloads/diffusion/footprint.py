@@ -19,40 +19,16 @@ the small CLIP encoders and the VAE stay in the bf16 compute dtype.
 """
 from __future__ import annotations
 
-from .. import optimizers
-from .. import precision as P
-from . import register
-from .base import Footprint
-from .diffusion_parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
+from ... import optimizers
+from ... import precision as P
+from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS  # noqa: F401
+from ..base import Footprint
+from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
                               vae3d_decode)
 
 DENOISERS = ("unet", "transformer")
-TASKS = ("train", "lora", "forward", "denoise", "load")
-TEXT_ENCODERS = ("clip-text", "t5-encoder")
-SAMPLING_TASKS = ("forward", "denoise", "load")   # tasks that read `steps` and `guidance`
 
 
-def scenario_defaults(task: str, spec) -> dict:
-    """What a scenario leaves out and the pipeline decides (the family's defaults hook), from
-    the catalog config: `resolution` (`default_resolution`, the pipeline's native size),
-    `frames` (`default_frames`, video pipelines), `text_len` (the tokenizer max length of the
-    encoder `text_len` sizes: the T5 encoder's `max_tokens`, else CLIP's 77; none for
-    class-conditional pipelines), and for the tasks that sample, `steps` (`default_steps`) and
-    `guidance` (true where the pipeline uses classifier-free guidance, `guidance: "cfg"`;
-    false for guidance-distilled ones such as FLUX.1-dev/schnell). Training reads neither.
-    A config without them gets 1024 x 1024, 1 frame, 50 steps."""
-    cfg = spec.config
-    out: dict = {"resolution": [int(r) for r in cfg.get("default_resolution", (1024, 1024))]}
-    if cfg.get("video"):
-        out["frames"] = int(cfg.get("default_frames", 1))
-    enc = [c for c in cfg["components"].values() if c["kind"] in TEXT_ENCODERS]
-    if enc:
-        t5 = [c for c in enc if c["kind"] == "t5-encoder"]
-        out["text_len"] = int(max(c["max_tokens"] for c in (t5 or enc)))
-    if task in SAMPLING_TASKS:
-        out["steps"] = int(cfg.get("default_steps", 50))
-        out["guidance"] = cfg.get("guidance") == "cfg"
-    return out
 
 
 def _act_bytes(prec: str) -> int:
@@ -107,7 +83,6 @@ def _geometry(scenario, cfg):
     return h, w, frames
 
 
-@register(families=("diffusion",), supports=TASKS, defaults=scenario_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     cfg = spec.config
     comps = cfg["components"]

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import math
 
-from ..scenario_extra import ARRAY_DTYPES, EXTRA_DEFAULTS
-from . import register
-from .base import Footprint
+from ...scenario_extra import ARRAY_DTYPES
+from ..base import Footprint, extra_of
 
 SOLVER_VECTORS = {"none": 0, "cg": 4, "bicgstab": 7}
 
@@ -48,15 +47,8 @@ def work_buffer_bytes(wb: dict, shape: list[int], dtype: str) -> dict[str, int]:
     return out
 
 
-def _extra(scenario, task: str) -> dict:
-    ex = EXTRA_DEFAULTS(task)
-    ex.update(getattr(scenario, "extra", None) or {})
-    return ex
-
-
-@register(tasks=("array",))
 def footprint(scenario, spec, device) -> Footprint:
-    ex = _extra(scenario, "array")
+    ex = extra_of(scenario, "array")
     arrays = ex["arrays"]
     copies = ex.get("copies", 1)
     data = sum(array_bytes(a) for a in arrays) * copies

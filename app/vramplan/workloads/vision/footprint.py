@@ -21,16 +21,13 @@ from __future__ import annotations
 import functools
 import json
 
-from ..errors import ScenarioError
-from ..vocab import VISION_FAMILIES
-from .base import Footprint
-from . import register
-from .vision_layers import Graph
-from . import vision_nets as nets
-from . import vision_heads as heads
+from ...errors import ScenarioError
+from ..base import Footprint
+from .family import TASKS, native_resolution
+from .layers import Graph
+from . import nets
+from . import heads
 
-FAMILIES = VISION_FAMILIES
-TASKS = ("train", "forward", "load")
 
 
 def _modes(precision: str, framework: str) -> dict:
@@ -47,18 +44,6 @@ def _modes(precision: str, framework: str) -> dict:
         return dict(dt="f32", amp=d, w=4, g=4, master=0, mgrad=0, loss_fp32=True)
     # quantised weight formats: inference only, 16-bit activations
     return dict(dt="f16", amp=None, w=None, g=2, master=0, mgrad=0, loss_fp32=False)
-
-
-def native_resolution(cfg: dict) -> tuple:
-    """The model's native input size: its catalog config's `resolution` (224 x 224 where a
-    config has none)."""
-    return tuple(int(r) for r in cfg.get("resolution", (224, 224)))
-
-
-def scenario_defaults(task: str, spec) -> dict:
-    """What a scenario leaves out and the model decides (the family's defaults hook): the
-    native resolution, for every task."""
-    return {"resolution": list(native_resolution(spec.config))}
 
 
 def _resolution(cfg: dict, res) -> tuple:
@@ -169,11 +154,10 @@ def _attention_mode(scenario, cfg) -> str:
     return "eager" if mode == "eager" else "sdpa"
 
 
-@register(families=FAMILIES, supports=TASKS, defaults=scenario_defaults)
 def footprint(scenario, spec, device) -> Footprint:
     """Live bytes at the peak of one training step (or inference forward) of a vision model."""
-    from .. import optimizers, parallel
-    from ..precision import weights_bytes
+    from ... import optimizers, parallel
+    from ...precision import weights_bytes
     cfg = spec.config
     task = scenario.task
     fw = cfg.get("framework", "torch")
@@ -278,7 +262,7 @@ def footprint(scenario, spec, device) -> Footprint:
 def activation_bytes(model: str, resolution, batch: int = 1, precision="fp32", task="train",
                      attention="sdpa", checkpointing="none") -> dict:
     """Activation figures of a catalog model without a full scenario (tests, docs, sweeps)."""
-    from ..catalog import get_model
+    from ...catalog import get_model
     spec = get_model(model)
     cfg = spec.config
     m = _modes(precision, cfg.get("framework", "torch"))
@@ -291,7 +275,7 @@ def activation_bytes(model: str, resolution, batch: int = 1, precision="fp32", t
 
 def param_count(model: str) -> int:
     """Parameters of a catalog vision model, counted from its layer walk."""
-    from ..catalog import get_model
+    from ...catalog import get_model
     cfg = get_model(model).config
     g, _ = build(cfg, _resolution(cfg, native_resolution(cfg)), "f32", None, True, "sdpa", False)
     return g.params

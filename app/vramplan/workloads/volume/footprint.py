@@ -9,12 +9,11 @@ patches of that size is delegated to the vision workload and added to the reside
 """
 from __future__ import annotations
 
-from ..scenario_extra import ARRAY_DTYPES
-from . import handler_for, register
-from .array import _extra, work_buffer_bytes
-from .base import Footprint
+from ...scenario_extra import ARRAY_DTYPES
+from ..array.footprint import work_buffer_bytes
+from ..base import Footprint, extra_of
+from .family import DEFAULT_RESOLUTION
 
-DEFAULT_RESOLUTION = (512, 512, 512)
 
 
 def volume_bytes(res, channels: int, dtype: str) -> int:
@@ -22,14 +21,10 @@ def volume_bytes(res, channels: int, dtype: str) -> int:
     return d * h * w * channels * ARRAY_DTYPES[dtype]
 
 
-def _defaults(task, spec) -> dict:
-    """The resolution a plan gets when it names none (shown in the normalised scenario)."""
-    return {"resolution": list(DEFAULT_RESOLUTION)}
-
-
-@register(tasks=("volume",), defaults=_defaults)
-def footprint(scenario, spec, device) -> Footprint:
-    ex = _extra(scenario, "volume")
+def footprint(scenario, spec, device, network=None) -> Footprint:
+    """`network(scenario, spec, device)`: the footprint of the 3-D network trained on patches
+    when the plan names one (the dispatcher passes its own footprint function)."""
+    ex = extra_of(scenario, "volume")
     res = tuple(scenario.resolution or DEFAULT_RESOLUTION)
     one = volume_bytes(res, ex["channels"], ex["dtype"])
     b = int(scenario.batch_size or 1)
@@ -40,10 +35,9 @@ def footprint(scenario, spec, device) -> Footprint:
              f"{one:,} B per volume; {ex['copies']} copies x batch {b}"]
     phase = "compute"
     if spec is not None and ex.get("patch"):
-        fn = handler_for(spec.family, "train")
         try:
             sc2 = scenario.replace(task="train", resolution=list(ex["patch"]))
-            net = fn(sc2, spec, device) if fn else None
+            net = network(sc2, spec, device) if network is not None else None
         except Exception as exc:  # the network part is optional; say why it is missing
             net = None
             notes.append(f"3-D network on patches not estimated: {exc}")

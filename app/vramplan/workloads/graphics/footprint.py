@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import math
 
-from ..scenario_extra import EXTRA_DEFAULTS, PIXEL_FORMATS
-from . import register
-from .base import Footprint
+from ...scenario_extra import PIXEL_FORMATS
+from ..base import Footprint, extra_of
+from .family import DEFAULT_RESOLUTION
 from .video import seed_check, video_bytes
 
 DEPTH_FORMATS = ("d16", "d24s8", "d32f", "d32fs8")
-DEFAULT_RESOLUTION = (1080, 1920)
 
 
 def target_bytes(width: int, height: int, fmt: str, samples: int = 1, count: int = 1,
@@ -35,12 +34,6 @@ def target_bytes(width: int, height: int, fmt: str, samples: int = 1, count: int
     """Bytes of a render target: 3840 x 2160 rgba8 = 33,177,600."""
     w, h = math.ceil(width * scale), math.ceil(height * scale)
     return w * h * PIXEL_FORMATS[fmt] * samples * count
-
-
-def _extra(scenario) -> dict:
-    ex = EXTRA_DEFAULTS("render")
-    ex.update(getattr(scenario, "extra", None) or {})
-    return ex
 
 
 def frame_bandwidth(width: int, height: int, ex: dict) -> dict[str, int]:
@@ -85,14 +78,8 @@ def rule_of_thumb(width: int, height: int, fps: float, detailed_bytes_per_s: flo
     }
 
 
-def _defaults(task, spec) -> dict:
-    """The resolution a plan gets when it names none (shown in the normalised scenario)."""
-    return {"resolution": list(DEFAULT_RESOLUTION)}
-
-
-@register(tasks=("render",), defaults=_defaults)
 def footprint(scenario, spec, device) -> Footprint:
-    ex = _extra(scenario)
+    ex = extra_of(scenario, "render")
     res = scenario.resolution or DEFAULT_RESOLUTION
     height, width = int(res[-2]), int(res[-1])
     ms = ex["msaa"]

@@ -8,18 +8,18 @@ Conventions (PyTorch semantics, say what is assumed) are recorded in Footprint.n
 """
 from __future__ import annotations
 
-from .. import optimizers as opt_mod
-from .. import overhead
-from .. import parallel as par
-from .. import precision as prec_mod
-from . import register
-from .base import Footprint
-from .transformer_activations import (Kernels, dropout_flags, inference_coeff, layer_coeffs,
+from ... import optimizers as opt_mod
+from ... import overhead
+from ... import parallel as par
+from ... import precision as prec_mod
+from .family import TASKS
+from ..base import Footprint
+from .activations import (Kernels, dropout_flags, inference_coeff, layer_coeffs,
                                       score_bytes_inference, selective_coeff, upcasts_softmax)
 
 MiB = 2**20
 # Modules LoRA target names map to (HF Llama, GPT-2, BERT, T5, Falcon/NeoX/BLOOM names).
-_LORA_GROUPS = {
+LORA_GROUPS = {
     "qkv": {"q_proj", "k_proj", "v_proj", "q", "k", "v", "query", "key", "value", "c_attn",
             "query_key_value", "qkv_proj", "wq", "wk", "wv", "qkv"},
     "o": {"o_proj", "o", "out_proj", "output_proj", "wo_attn", "attn.c_proj", "dense"},
@@ -30,20 +30,20 @@ _LORA_GROUPS = {
 }
 
 
-def _lora_modules(arch, targets) -> tuple[dict, list[tuple[int, int]]]:
+def lora_modules(arch, targets) -> tuple[dict, list[tuple[int, int]]]:
     """Which linear groups carry adapters, and the (in, out) of each adapted matrix per layer."""
     t = {x.lower() for x in targets}
     allin = bool(t & {"all-linear", "all_linear", "all"})
-    keep = {g: allin or bool(t & names) for g, names in _LORA_GROUPS.items()}
+    keep = {g: allin or bool(t & names) for g, names in LORA_GROUPS.items()}
     h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
     f = arch.moe_ffn if arch.is_moe else arch.ffn
     dims = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h),
             "gate": (h, f), "up": (h, f), "down": (f, h)}
     names = {"q": {"q_proj", "q", "query", "wq"}, "k": {"k_proj", "k", "key", "wk"},
-             "v": {"v_proj", "v", "value", "wv"}, "o": _LORA_GROUPS["o"],
+             "v": {"v_proj", "v", "value", "wv"}, "o": LORA_GROUPS["o"],
              "gate": {"gate_proj", "w1", "wi_0"}, "up": {"up_proj", "w3", "c_fc", "fc1", "wi",
                                                         "wi_1", "dense_h_to_4h"},
-             "down": _LORA_GROUPS["down"]}
+             "down": LORA_GROUPS["down"]}
     fused = {"c_attn", "query_key_value", "qkv_proj", "qkv"}
     mats = []
     for m, (i, o) in dims.items():
@@ -58,16 +58,6 @@ def _legacy(scenario, device) -> bool:
     return overhead.legacy_stack(scenario, device)
 
 
-# the tasks each transformer kind handles: encoders do not generate; the serving engine
-# (vLLM-like KV pool) is modelled for decoders only
-TASKS = {
-    "decoder": ("train", "lora", "qlora", "forward", "generate", "serve", "load"),
-    "encoder": ("train", "lora", "qlora", "forward", "load"),
-    "encoder-decoder": ("train", "lora", "qlora", "forward", "generate", "load"),
-}
-
-
-@register(families=tuple(TASKS), supports=TASKS)
 def footprint(scenario, spec, device) -> Footprint:
     arch = spec.arch
     task = scenario.task
@@ -165,7 +155,7 @@ class _Ctx:
         w = self.base_weight_bytes()
         lora_b = 0
         if self.sc.lora is not None:
-            _, mats = _lora_modules(self.arch, self.sc.lora.targets)
+            _, mats = lora_modules(self.arch, self.sc.lora.targets)
             lora_b = self._adapter_bytes(mats)
         # load_state_dict copies one tensor at a time: the largest one is briefly doubled
         tmp = self.largest_param * (2 if self.p == 2 or prec_mod.is_quantized(self.prec) else 4)
@@ -301,7 +291,7 @@ class _Ctx:
         if lora:
             fmt = "nf4" if task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
             base = self.base_weight_bytes(fmt)
-            keep, mats = _lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
+            keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
             n_train = self._adapter_params(mats)
             tb = self._adapter_dtype()
             weights = par.shard(base, div["weights"]) + n_train * tb

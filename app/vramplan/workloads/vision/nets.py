@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .vision_layers import Graph, T
+from .layers import Graph, T
 
 
 # --- CNN backbones -----------------------------------------------------------------------------

@@ -1,0 +1,2 @@
+"""The transformer workload family: `family.py` declares it (tasks, defaults), `footprint.py`
+estimates it. Kept empty so that importing the declaration imports nothing else."""

@@ -1,0 +1,14 @@
+"""Volumes (task `volume`, no model): the resolution a plan gets when it names none."""
+from __future__ import annotations
+
+from ..family import Family
+
+DEFAULT_RESOLUTION = (512, 512, 512)
+
+
+def scenario_defaults(task: str, spec) -> dict:
+    """The resolution a plan gets when it names none (shown in the normalised scenario)."""
+    return {"resolution": list(DEFAULT_RESOLUTION)}
+
+
+FAMILY = Family(name="volume", model_free_tasks=("volume",), defaults=scenario_defaults)
