@@ -191,7 +191,8 @@ def _connect(path: Path, mode: str) -> sqlite3.Connection:
 
 
 def _memory(path, mode: str, notice: str | None, samples=(), writable: bool = True) -> Store:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn = sqlite3.connect(":memory:", isolation_level=None,
+                           check_same_thread=False)   # a stand-in lives on, the app has threads
     _prepare(conn, ":memory:", wal=False)
     st = Store(conn, path, mode, notice, writable)
     if samples:
