@@ -27,6 +27,10 @@ app: venv
 test: venv
 	$(BIN)/python -m pytest -q --timeout=600 tests
 
+# ruff: pyflakes + where each heavy library may be imported (pyproject.toml, */ruff.toml)
+lint: venv
+	$(BIN)/ruff check .
+
 bench: venv
 	$(BIN)/python benchmarks/fidelity.py
 

@@ -3,7 +3,6 @@ import json
 import pathlib
 import statistics
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from vramplan.catalog import get_model

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from vramplan.catalog import get_model, list_models
+from vramplan.catalog import list_models
 from vramplan.errors import ScenarioError
 from vramplan.scenario import Scenario
 from vramplan.workloads.dispatch import footprint

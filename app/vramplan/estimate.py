@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import overhead
+from .hardware import traits_of
+from .result import MemoryReport
 from .errors import ScenarioError
 from .workloads.base import Footprint
 from .workloads.dispatch import footprint as workload_footprint
@@ -13,43 +15,19 @@ MAX_BATCH_CAP = 1 << 20
 
 
 @dataclass
-class Estimate:
-    scenario: object
-    gpu: object
-    footprint: Footprint
-    components: dict
-    peak_allocated_bytes: int
-    peak_reserved_bytes: int
-    device_used_bytes: int
-    fits: bool
-    headroom_bytes: int
-    max_batch_size: int
-    bandwidth: dict
-    recommendations: list = field(default_factory=list)
+class Estimate(MemoryReport):
+    """The analytic MemoryReport (source "estimate"), with the workload's footprint."""
+
+    footprint: Footprint | None = None
     notes: list = field(default_factory=list)
-    source: str = "estimate"
 
     def to_dict(self) -> dict:
         """Exactly the JSON of SCENARIO.md, plus peak_phase, phases, notes and source."""
-        g = self.gpu
-        return {
-            "scenario": self.scenario.to_dict(),
-            "gpu": {"id": g.id, "name": g.name, "memory_bytes": int(g.memory_bytes),
-                    "usable_memory_bytes": int(g.usable_bytes)},
-            "per_gpu": {"components": {k: int(v) for k, v in self.components.items()},
-                        "peak_allocated_bytes": int(self.peak_allocated_bytes),
-                        "peak_reserved_bytes": int(self.peak_reserved_bytes),
-                        "device_used_bytes": int(self.device_used_bytes)},
-            "fits": bool(self.fits),
-            "headroom_bytes": int(self.headroom_bytes),
-            "max_batch_size": int(self.max_batch_size),
-            "bandwidth": dict(self.bandwidth),
-            "recommendations": list(self.recommendations),
+        self.sections = {
             "peak_phase": self.footprint.peak_phase,
             "phases": {k: dict(v) for k, v in self.footprint.phases.items()},
-            "notes": list(self.notes),
-            "source": self.source,
-        }
+            "notes": list(self.notes)}
+        return super().to_dict()
 
 
 def _scenario(s):
@@ -79,6 +57,7 @@ def _spec(sc):
 
 def _figures(sc, dev, spec):
     """(footprint, components, allocated, reserved, device_used) of one scenario."""
+    dev = traits_of(dev)
     fp = workload_footprint(sc, spec, dev)
     allocated = fp.peak_allocated_bytes
     reserved = overhead.reserved_bytes(fp, sc)
@@ -118,7 +97,7 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
                     peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                     device_used_bytes=used, fits=_fits(used, dev),
                     headroom_bytes=int(dev.usable_bytes - used), max_batch_size=mb,
-                    bandwidth=bw, notes=notes)
+                    bandwidth=bw, notes=notes, source="estimate")
 
 
 def max_batch_size(scenario, gpu=None, *, spec=None) -> int:

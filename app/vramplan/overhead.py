@@ -1,10 +1,14 @@
-"""From live tensors to what the GPU shows: allocator rounding and slack, CUDA context, NCCL.
+"""From live tensors to what the GPU shows: allocator rounding and slack, then the runtime's
+memory outside the allocator (CUDA context, NCCL: `vramplan.runtime`).
 
 reserved  = allocated + allocator_slack      (torch.cuda.max_memory_reserved)
 device    = reserved + cuda_context + other non-torch memory (NCCL, CUDA graphs, paged states)
 Workloads with allocator 'driver' (no caching allocator) have reserved == allocated.
 """
 from __future__ import annotations
+
+from .parallel import layout_of
+from .runtime import cuda_context_bytes, legacy_stack, nccl_bytes  # noqa: F401
 
 MiB, GiB = 2**20, 2**30
 _SMALL = 1 * MiB          # requests <= 1 MiB come from 2 MiB segments (small pool)
@@ -80,67 +84,8 @@ def reserved_bytes(footprint, scenario=None) -> int:
                int(footprint.reserved_floor_bytes or 0))
 
 
-def _cc(device) -> float | None:
-    try:
-        return float(device.compute_capability) if device and device.compute_capability else None
-    except (TypeError, ValueError):
-        return None
-
-
-def legacy_stack(scenario, device) -> bool:
-    """Assumed software era. Pre-Ampere GPUs (compute capability < 8.0) are assumed to run the
-    torch 1.x / CUDA 10-11 stacks they were benchmarked with: eager CUDA module loading, Adam as
-    a per-tensor loop, zero_grad() to zeros. Options 'legacy-stack' / 'modern-stack' override."""
-    opts = set(getattr(scenario, "options", ()) or ())
-    if "legacy-stack" in opts:
-        return True
-    if "modern-stack" in opts:
-        return False
-    cc = _cc(device)
-    return cc is not None and cc < 8.0
-
-
-# Max resident threads per SM by compute capability (CUDA programming guide, table 'Technical
-# Specifications per Compute Capability'): the context reserves a 1 KiB stack per thread.
-_THREADS_PER_SM = {"7.0": 2048, "7.2": 2048, "7.5": 1024, "8.0": 2048, "8.6": 1536, "8.7": 2048,
-                   "8.9": 1536, "9.0": 2048, "10.0": 2048, "12.0": 1536}
-_DRIVER_BASE = 200 * MiB        # driver + runtime state, page tables, printf/malloc heaps
-_MODULES_EAGER = 700 * MiB      # torch + cuBLAS/cuDNN kernel images loaded at init (CUDA < 11.7
-                                # or CUDA_MODULE_LOADING=EAGER); the A-cases measured 1343 MiB
-                                # on V100 with torch ~1.10, the B-notes 0.7-0.9 GiB on torch 1.4
-_MODULES_LAZY = 150 * MiB       # kernels loaded on first use (lazy loading, CUDA >= 11.7)
-_LIBS_LAZY = 512 * MiB          # cuBLAS/cuBLASLt kernels and workspaces once matmuls run
-                                # (vLLM logs non-torch 1.8 GiB on H100, HF/optimum ~1.3 GiB A100)
-
-
-def cuda_context_bytes(device, scenario=None) -> int:
-    """CUDA context + library memory outside PyTorch's allocator, by GPU generation and loading
-    mode (DESIGN: ~0.3-0.6 GiB with lazy module loading, more without)."""
-    if device is None or getattr(device, "vendor", "NVIDIA").lower() not in ("nvidia",):
-        return 0 if device is None else 256 * MiB  # ROCm/others: runtime context, unmeasured
-    cc = device.compute_capability or "8.0"
-    sms = device.compute_units or 108
-    local = sms * _THREADS_PER_SM.get(cc, 2048) * 1024
-    if legacy_stack(scenario, device):
-        return _DRIVER_BASE + local + _MODULES_EAGER
-    libs = _LIBS_LAZY if (scenario is None or getattr(scenario, "task", "") != "load") else 0
-    return _DRIVER_BASE + local + _MODULES_LAZY + libs
-
-
-def nccl_bytes(layout, device=None) -> int:
-    """NCCL buffers with several GPUs: 0.5 GiB per communicator; NVLink-SHARP (NVLS) buffers on
-    Hopper+ NVSwitch systems add ~1.25 GiB (vLLM TP2 on H100: non-torch +1.8 GiB)."""
-    from .parallel import nccl_bytes as base
-    n = base(layout)
-    arch = (getattr(device, "architecture", "") or "").lower()
-    if n and any(x in arch for x in ("hopper", "blackwell")) and layout.tensor > 1:
-        n += 1280 * MiB
-    return n
-
-
 def device_used_bytes(footprint, scenario, device, reserved: int | None = None) -> dict:
     """Figures outside the allocator. Returns {'cuda_context', 'nccl', extras..., 'total'}."""
-    from .parallel import layout_of
     reserved = reserved_bytes(footprint, scenario) if reserved is None else reserved
     ctx = cuda_context_bytes(device, scenario)
     layout = layout_of(getattr(scenario, "parallel", None))

@@ -20,7 +20,7 @@ from typing import Iterable
 
 from ..errors import ScenarioError, UnknownIdError, VramplanError
 from ..vocab import TRANSFORMER_FAMILIES
-from .transformer_arch import KINDS, TransformerArch, arch_from_config, generic_decoder
+from .transformer_arch import TransformerArch, arch_from_config, generic_decoder
 
 __all__ = ["ModelSpec", "Catalog", "AmbiguousModelError", "CatalogError", "get_model",
            "resolve_name", "list_models", "spec_from_architecture", "default_catalog",

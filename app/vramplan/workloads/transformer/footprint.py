@@ -9,10 +9,9 @@ Conventions (PyTorch semantics, say what is assumed) are recorded in Footprint.n
 from __future__ import annotations
 
 from ... import optimizers as opt_mod
-from ... import overhead
+from ... import runtime
 from ... import parallel as par
 from ... import precision as prec_mod
-from .family import TASKS
 from ..base import Footprint
 from .activations import (Kernels, dropout_flags, inference_coeff, layer_coeffs,
                                       score_bytes_inference, selective_coeff, upcasts_softmax)
@@ -55,7 +54,7 @@ def lora_modules(arch, targets) -> tuple[dict, list[tuple[int, int]]]:
 
 
 def _legacy(scenario, device) -> bool:
-    return overhead.legacy_stack(scenario, device)
+    return runtime.legacy_stack(scenario, device)
 
 
 def footprint(scenario, spec, device) -> Footprint:
@@ -253,7 +252,7 @@ class _Ctx:
         layer = (inference_coeff(a, self.p) + 2 * self.p) * nbt * a.hidden / self.L.tensor
         sampler = 3 * 4 * seqs * a.vocab
         act = int(layer + sampler)
-        non_torch = overhead.cuda_context_bytes(self.dev, self.sc) + overhead.nccl_bytes(self.L, self.dev)
+        non_torch = runtime.cuda_context_bytes(self.dev, self.sc) + runtime.nccl_bytes(self.L, self.dev)
         total = self.dev.usable_bytes if self.dev is not None else 80 * 2**30
         kv = max(0, int(util * total) - w - act - non_torch)
         kv_dtype = (sv.kv_cache_dtype if sv else "auto")

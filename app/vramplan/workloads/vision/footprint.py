@@ -23,7 +23,7 @@ import json
 
 from ...errors import ScenarioError
 from ..base import Footprint
-from .family import TASKS, native_resolution
+from .family import native_resolution
 from .layers import Graph
 from . import nets
 from . import heads
@@ -228,7 +228,6 @@ def footprint(scenario, spec, device) -> Footprint:
     persist = fw == "mmcv" or scenario.gradient_accumulation > 1
     c = g.curves(keep, checkpoint=getattr(scenario, "checkpointing", "none") == "full")
     a = c.at(batch, 0 if (persist or in_bwd) else grads)
-    base = weights + states + buckets
     g_fwd = grads if persist else 0
     g_bwd = grads if (persist or in_bwd) else int(a["backward_param_frac"] * grads)
     fwd_act, fwd_tmp = a["forward_peak"], 0

@@ -7,7 +7,6 @@ why a 150-class head at 512x512 keeps ~160 MB per image in its loss alone.
 from __future__ import annotations
 
 from .layers import Graph, T
-from .nets import conv_bn
 
 
 def conv_module(g: Graph, x: T, cout: int, k=1, norm=True, act=True, d=1) -> T:
