@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from vramplan.errors import ScenarioError
-from vramplan.scenario_extra import EXTRA_DEFAULTS, EXTRA_KEYS, KEY_TASKS, normalise_extra
+from vramplan.scenario.keys import EXTRA_DEFAULTS, EXTRA_KEYS, KEY_TASKS, normalise_extra
 
 BAD = {
     "render_targets": [5, [{"format": "rgb9"}], [{"format": "rgba8", "count": 0}], [{}],

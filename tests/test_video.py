@@ -1,4 +1,4 @@
-from vramplan.scenario_extra import EXTRA_KEYS
+from vramplan.scenario.keys import EXTRA_KEYS
 from vramplan.workloads.graphics.video import seed_check, video_bytes
 
 

@@ -14,9 +14,40 @@ Pure functions over counts and bytes. Conventions (say which is assumed):
 """
 from __future__ import annotations
 
-# The layout is the scenario's own ParallelConfig: one definition of gpus / data / tensor /
-# pipeline / context / zero and of the groups derived from them.
-from .scenario import ParallelConfig as Layout
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class ParallelConfig:
+    """How the job is spread: gpus == data * tensor * pipeline * context; `zero` 0-3 is the
+    ZeRO stage over the data-parallel group (FSDP full shard = 3, shard-grad-op = 2). The
+    scenario's `parallel` (validated there, key table `vramplan.scenario.keys`) and the layout
+    every function here reads: one definition of the groups derived from it."""
+    gpus: int = 1
+    data: int = 1
+    tensor: int = 1
+    pipeline: int = 1
+    context: int = 1
+    zero: int = 0
+
+    @property
+    def shard_group(self) -> int:
+        """Ranks over which ZeRO / FSDP shards model states (data x context)."""
+        return max(1, self.data * self.context)
+
+    @property
+    def multi_gpu(self) -> bool:
+        return max(self.gpus, self.data * self.tensor * self.pipeline * self.context) > 1
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tensor * self.pipeline * self.context
+
+    def to_dict(self) -> dict:
+        return {k.name: getattr(self, k.name) for k in fields(self)}
+
+
+Layout = ParallelConfig
 
 
 def layout_of(parallel) -> Layout:

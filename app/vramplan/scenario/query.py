@@ -18,20 +18,26 @@ import json
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from . import safejson
-from .errors import ScenarioError, VramplanError
+from .. import safejson
+from ..errors import ScenarioError, VramplanError
+from .keys import EXTRA_NAMES, KEYS
 
 MAX_QUERY_CHARS = 100_000   # a config.json in a link is ~1-10 kB; browsers cap URLs near 64 kB
 
-_INT = {"batch_size", "seq_len", "new_tokens", "target_len", "text_len", "frames", "steps",
-        "gradient_accumulation", "parallel.gpus", "parallel.data", "parallel.tensor",
-        "parallel.pipeline", "parallel.context", "parallel.zero", "lora.rank",
-        "serving.max_num_seqs", "serving.max_model_len", "serving.max_num_batched_tokens"}
-_NUM = {"lora.alpha", "lora.dropout", "serving.gpu_memory_utilization"}
-_BOOL = {"guidance", "serving.cuda_graphs"}
-_LIST = {"offload", "options", "lora.targets"}
-_INT_LIST = {"resolution"}
-_NESTED = ("lora", "parallel", "serving", "precision")
+
+def _of(*kinds: str) -> frozenset[str]:
+    """Names of the contract and nested keys of these kinds (workload keys travel as JSON)."""
+    return frozenset(k.name for k in KEYS if k.kind in kinds and not k.extra)
+
+
+_INT = _of("int")
+_NUM = _of("number")
+_BOOL = _of("bool")
+_LIST = _of("multi")
+_INT_LIST = _of("resolution")
+# objects written as dotted keys: those with nested keys in the table, and precision's
+# components (`precision.transformer=fp8`)
+_NESTED = tuple(dict.fromkeys(k.parent for k in KEYS if k.parent)) + ("precision",)
 
 
 def _fmt(v: Any) -> str:
@@ -68,9 +74,9 @@ def _diff(full: dict, base: dict) -> dict:
 
 
 def to_query(sc) -> str:
-    from .scenario import Scenario, extra_keys
+    Scenario = type(sc)
     full = sc.to_dict()
-    extra_names = set(extra_keys())
+    extra_names = set(EXTRA_NAMES)
     seed = {k: full[k] for k in ("model", "architecture", "task", "gpu") if k in full}
     try:
         base = Scenario.from_dict(seed).to_dict()

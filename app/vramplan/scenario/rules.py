@@ -1,13 +1,18 @@
-"""The scenario's vocabulary and its defaults by task (documented in docs/scenario.md).
+"""The scenario's vocabulary and its defaults by task (docs/scenario.md has the same table):
+the options and offload targets and what each does to memory (and which workloads read them),
+the precisions a task takes, the tasks a model family takes (from the workload registry) and
+the defaults of the keys a task decides.
 
-Kept apart from `scenario.py` so that the lists a UI or a doc page needs (tasks, precisions,
-options and what each does to memory) can be read without the validation code.
+Kept apart from the validation code so that the lists a UI, a doc page or a flag needs can be
+read on their own.
 """
 from __future__ import annotations
 
-from .vocab import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, LORA_TASKS,  # noqa: F401
-                    MODELLESS_TASKS, OPTIMIZERS, PRECISION_BYTES, PRECISIONS, QUANTISED, TASKS,
-                    TRAINING_TASKS, TRANSFORMER_FAMILIES)
+from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES,  # noqa: F401
+                     LORA_TASKS, MODELLESS_TASKS, OPTIMIZERS, PRECISION_BYTES, PRECISIONS,
+                     QUANTISED, TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES, VISION_FAMILIES)
+from ..workloads.registry import family_defaults, family_tasks, families
+from .resolve import spec_of
 
 OFFLOAD: dict[str, str] = {
     "optimizer": "optimizer states live in CPU memory (ZeRO-Offload / FSDP CPU offload); the "
@@ -112,3 +117,112 @@ def task_defaults(task: str, family: str | None, max_positions: int | None) -> d
     if task == "serve":
         d["batch_size"] = SERVE_MAX_NUM_SEQS
     return d
+
+
+# ---- which workloads read each option and offload target ------------------------------------
+# (families, tasks) where a workload's footprint (or the overhead model, for every task) reads
+# the name; None: all. From the code of workloads/<family>/footprint.py and overhead.py. A name
+# given elsewhere is accepted and has no effect; `vramplan.scenario.form` offers only these.
+_T, _V, _D = TRANSFORMER_FAMILIES, VISION_FAMILIES, DIFFUSION_FAMILIES
+OPTION_SCOPE: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
+    "compile": (_T, None), "chunked-loss": (_T, None),
+    "optimizer-in-backward": (_T + _V, TRAINING_TASKS), "fused-qkv": ((), None),
+    "float8-linears": (_T, None), "sequence-parallel": (_T, None), "loss-parallel": (_T, None),
+    "layerwise-casting": (_D, None), "vae-tiling": (_D, None), "vae-slicing": (_D, None),
+    "attention-slicing": ((), None), "fused-optimizer": (_T, TRAINING_TASKS),
+    "expandable-segments": (None, None), "legacy-stack": (None, None),
+    "modern-stack": (None, None), "legacy-cache": (_T, ("generate",)),
+    "dynamic-cache": (_T, ("generate",)), "static-cache": (_T, ("generate",)),
+}
+OFFLOAD_SCOPE: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] = {
+    "optimizer": (_T + _V, TRAINING_TASKS), "params": (_T, None),
+    "gradients": (_V, TRAINING_TASKS), "activations": (_T, TRAINING_TASKS),
+    "model": (_D, None),
+}
+assert set(OPTION_SCOPE) == set(OPTIONS) and set(OFFLOAD_SCOPE) == set(OFFLOAD)
+
+
+def _in_scope(scope, task: str, family: str | None) -> bool:
+    fams, tasks = scope
+    return (fams is None or family in fams) and (tasks is None or task in tasks)
+
+
+def option_choices(task: str, family: str | None) -> tuple[str, ...]:
+    """The options some workload reads for this task and model family (OPTIONS order)."""
+    return tuple(o for o, sc in OPTION_SCOPE.items() if _in_scope(sc, task, family))
+
+
+def offload_choices(task: str, family: str | None) -> tuple[str, ...]:
+    """The offload targets some workload reads for this task and model family."""
+    return tuple(o for o, sc in OFFLOAD_SCOPE.items() if _in_scope(sc, task, family))
+
+
+# ---- what a task and a model family take ----------------------------------------------------
+
+def precisions_for(task: str) -> tuple[str, ...]:
+    """The precisions a task accepts (for its base precision): `train` refuses the weight
+    formats (fp8, int8, int4, nf4); `qlora` needs one of them; every other task takes all."""
+    if task == "train":
+        return tuple(p for p in PRECISIONS if p not in QUANTISED)
+    if task == "qlora":
+        return tuple(p for p in PRECISIONS if p in QUANTISED)
+    return PRECISIONS
+
+
+def supported_tasks(family: str | None) -> tuple[str, ...]:
+    """The tasks a model family supports, in TASKS order: the workload registry's table
+    (`vramplan.workloads.registry.family_tasks`); family None: the model-less tasks."""
+    ok = set(family_tasks(family))
+    return tuple(t for t in TASKS if t in ok)
+
+
+def task_hint(task: str) -> str:
+    """' ('lora' is for decoder, ... models)': the families that take a task, for messages."""
+    where = [f for f in families() if task in supported_tasks(f)]
+    return f" ('{task}' is for {', '.join(where)} models)" if where else ""
+
+
+def default_task(spec) -> str | None:
+    """The task of a scenario that names none: a pipeline samples (denoise), any other model
+    trains; None without a model (the task is then required)."""
+    if spec is None:
+        return None
+    ok = supported_tasks(spec.family)
+    for task in ("denoise", "train"):
+        if task in ok:
+            return task
+    return ok[0] if ok else "train"
+
+
+def model_given(task: str, spec) -> dict:
+    """Keys the model's catalog config decides (resolution, steps, frames, text_len, guidance)
+    from its family's defaults hook (`vramplan.workloads.registry.family_defaults`); for the
+    model-less tasks (spec None) the task's own (e.g. render's default resolution)."""
+    return family_defaults(task, spec)
+
+
+def max_positions(spec) -> int | None:
+    """A transformer's positions (the cap of the default seq_len); None for other models."""
+    if spec is None or spec.family not in TRANSFORMER_FAMILIES:
+        return None
+    return spec.arch.max_positions
+
+
+# ---- what a model supports (public: `vramplan.scenario.valid_tasks` / `model_defaults`) -----
+
+def valid_tasks(model_or_spec=None) -> tuple[str, ...]:
+    """The tasks `Scenario.from_dict` accepts for a model (a catalog id, an inline
+    `architecture` dict or a ModelSpec), in TASKS order, from the workload registry's table.
+    None: the model-less tasks (render, volume, array). An unknown id raises
+    ScenarioError('model', ...) listing the closest ids."""
+    if model_or_spec is None:
+        return supported_tasks(None)
+    return supported_tasks(spec_of(model_or_spec).family)
+
+
+def model_defaults(model_or_spec, task: str | None = None) -> dict:
+    """The keys a model's catalog config decides when a scenario leaves them out (native
+    `resolution`, pipeline `steps` / `frames` / `text_len` / `guidance`), as `to_dict` shows
+    them, for `task` (default: the model's default task). {} for transformers."""
+    spec = spec_of(model_or_spec)
+    return model_given(task if task is not None else default_task(spec), spec)

@@ -28,7 +28,7 @@ import ipywidgets as W
 from ..errors import VramplanError
 from ..scenario import (KV_CACHE_DTYPES, OFFLOAD, OPTIMIZERS, PRECISIONS, Scenario,
                         valid_tasks)
-from ..scenario_extra import ARRAY_DTYPES, render_targets as _render_targets
+from ..scenario.extra import ARRAY_DTYPES, render_targets as _render_targets
 from .controls import message_html
 from .panels import section
 

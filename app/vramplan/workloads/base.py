@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..scenario_extra import EXTRA_DEFAULTS
+from ..scenario.keys import EXTRA_DEFAULTS
 from ..vocab import COMPONENTS  # noqa: F401 (a workload may add its own, e.g. "frame_buffers")
 
 

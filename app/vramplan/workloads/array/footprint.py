@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ...scenario_extra import ARRAY_DTYPES
+from ...scenario.extra import ARRAY_DTYPES
 from ..base import Footprint, extra_of
 
 SOLVER_VECTORS = {"none": 0, "cg": 4, "bicgstab": 7}

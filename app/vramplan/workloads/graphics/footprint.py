@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from ...scenario_extra import PIXEL_FORMATS
+from ...scenario.extra import PIXEL_FORMATS
 from ..base import Footprint, extra_of
 from .family import DEFAULT_RESOLUTION
 from .video import seed_check, video_bytes

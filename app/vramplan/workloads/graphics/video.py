@@ -21,7 +21,7 @@ the SDK documents no number, so none is claimed here.
 """
 from __future__ import annotations
 
-from ...scenario_extra import VIDEO_SURFACE_FORMATS
+from ...scenario.extra import VIDEO_SURFACE_FORMATS
 
 DECODE_SURFACES = {"h264": 20, "hevc": 20, "av1": 12}
 BITSTREAM_FRACTION = 0.5   # bitstream buffer per input surface, as a fraction of a NV12 frame

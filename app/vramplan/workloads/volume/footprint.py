@@ -9,7 +9,7 @@ patches of that size is delegated to the vision workload and added to the reside
 """
 from __future__ import annotations
 
-from ...scenario_extra import ARRAY_DTYPES
+from ...scenario.extra import ARRAY_DTYPES
 from ..array.footprint import work_buffer_bytes
 from ..base import Footprint, extra_of
 from .family import DEFAULT_RESOLUTION

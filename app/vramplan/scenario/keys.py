@@ -1,0 +1,340 @@
+"""The key table: every scenario key once, with its type, range or choices, unit, the tasks and
+model families that take it, its default (or how it is defaulted) and a one-line doc.
+
+Validation and normalisation (`build.py`), the URL query string (`query.py`), the CLI flags
+(`cli_flags()`), the docs page of keys (`markdown()`, docs/scenario-keys.md) and the UI's form
+(`form.py`) are derived from it. Contract keys (`shared/SCENARIO.md`) come in contract order;
+nested keys are dotted (`parallel.tensor`, `lora.rank`, `serving.kv_cache_dtype`); the
+workload-specific keys (render, volume, array, video) are `extra` and live in
+`Scenario.extra`.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..errors import ScenarioError
+from ..parallel import ParallelConfig
+from ..readers import (read_bool, read_choice, read_int, read_names, read_num, read_size)
+from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES, LORA_TASKS,
+                     MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, TRAINING_TASKS,
+                     TRANSFORMER_FAMILIES, VISION_FAMILIES)
+from . import extra as X
+from .rules import OFFLOAD, OPTIONS
+
+KINDS = ("int", "number", "bool", "choice", "multi", "size", "resolution", "object")
+NO_MODEL = "no-model"        # the family token of the model-less tasks (render, volume, array)
+LIMIT = 1 << 30              # sanity bound for counts (tokens, batch)
+BIG = 1 << 20                # frames, steps, ranks, pixels per side
+MODEL_TASKS = tuple(t for t in TASKS if t not in MODELLESS_TASKS)
+_UNSET = object()
+
+
+@dataclass(frozen=True)
+class Key:
+    """One scenario key. `tasks` / `families` (None: all; NO_MODEL: the model-less tasks) say
+    where it is accepted (elsewhere it is refused, unless it holds `neutral`); `shown_tasks` /
+    `shown_families` narrow that to where a workload reads it (the form's fields);
+    `model_given`: the model's family decides its default (shown where it does)."""
+    name: str
+    kind: str
+    label: str
+    doc: str
+    unit: str | None = None
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    choices: tuple | None = None
+    tasks: tuple[str, ...] | None = None
+    families: tuple[str, ...] | None = None
+    where: str | None = None
+    neutral: Any = _UNSET
+    shown_tasks: tuple[str, ...] | None = None
+    shown_families: tuple[str, ...] | None = None
+    model_given: bool = False
+    default: Any = None
+    by_task: dict | None = None
+    default_doc: str | None = None
+    extra: bool = False
+    parse: Callable[[Any], Any] | None = None
+    whole_floats: bool = False
+    as_float: bool = False
+    fold_case: bool = False
+    flag: str | None = None
+
+    @property
+    def parent(self) -> str | None:
+        return self.name.split(".")[0] if "." in self.name else None
+
+    @property
+    def has_neutral(self) -> bool:
+        return self.neutral is not _UNSET
+
+    def applies(self, task: str, family: str | None) -> bool:
+        """Accepted for this task and model family (None: no model)."""
+        return ((self.tasks is None or task in self.tasks) and
+                (self.families is None or (family or NO_MODEL) in self.families))
+
+    def shown(self, task: str, family: str | None) -> bool:
+        """Read by the workload of this task and family (a form shows it)."""
+        return (self.applies(task, family) and
+                (self.shown_tasks is None or task in self.shown_tasks) and
+                (self.shown_families is None or (family or NO_MODEL) in self.shown_families))
+
+    def refusal(self, task: str, family: str | None) -> ScenarioError:
+        where = self.where or ("task " + " / ".join(self.tasks or ()))
+        fam = f", model family '{family}'" if family else ""
+        return ScenarioError(self.name, f"applies to {where} only (task '{task}'{fam})")
+
+    def default_for(self, task: str):
+        """The static default of this key for a task (a fresh copy); None: decided elsewhere
+        (by the task's rules, the model, or other keys: see `default_doc`)."""
+        v = self.by_task.get(task) if self.by_task is not None else self.default
+        return copy.deepcopy(v)
+
+    def read(self, v: Any) -> Any:
+        """The value normalised, or ScenarioError naming the key (types and ranges only)."""
+        if self.parse is not None:
+            return self.parse(v)
+        k = self.name
+        if self.kind == "int":
+            return read_int(k, v, int(self.lo), None if self.hi is None else int(self.hi),
+                            whole_floats=self.whole_floats)
+        if self.kind == "number":
+            return read_num(k, v, self.lo, self.hi, lo_open=self.lo_open, as_float=self.as_float)
+        if self.kind == "bool":
+            return read_bool(k, v)
+        if self.kind == "choice":
+            return read_choice(k, v, self.choices, fold_case=self.fold_case)
+        if self.kind == "multi":
+            return read_names(k, v, self.choices)
+        if self.kind == "size":
+            return read_size(k, v)
+        if self.kind == "resolution":
+            if not isinstance(v, (list, tuple)) or len(v) not in (2, 3):
+                raise ScenarioError(k, f"must be [h, w] or [d, h, w], got {v!r}")
+            return tuple(read_int(k, x, int(self.lo), int(self.hi)) for x in v)
+        raise ScenarioError(k, "is an object; read by the scenario's builder")
+
+
+def _k(name, kind, label, doc, **kw) -> Key:
+    return Key(name, kind, label, doc, **kw)
+
+
+_TR, _VI, _DI = TRANSFORMER_FAMILIES, VISION_FAMILIES, DIFFUSION_FAMILIES
+_PIXELS = _VI + _DI + (NO_MODEL,)
+_P = ParallelConfig()
+_RANKS = dict(kind="int", lo=1, hi=BIG, unit="GPUs", shown_tasks=MODEL_TASKS)
+
+CONTRACT = (
+    _k("model", "choice", "Model", "catalog id (Hugging Face repo id; org optional when "
+       "unique)", tasks=MODEL_TASKS, default_doc="none: `model` or `architecture` is required, "
+       "except for render, volume, array"),
+    _k("architecture", "object", "Architecture", "instead of `model`: a config.json object, "
+       "or {\"params\": 7e9} for a size-only decoder", tasks=MODEL_TASKS, default_doc="none"),
+    _k("task", "choice", "Task", "what the job does", choices=TASKS,
+       default_doc="denoise for a diffusion pipeline, train for any other model; required "
+       "without a model"),
+    _k("batch_size", "int", "Batch size", "micro-batch per GPU (sequences, images, frames or "
+       "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
+                                                     ("render", "array")),
+       default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size"),
+    _k("seq_len", "int", "Sequence length", "tokens per sequence; for generate the prompt",
+       unit="tokens", lo=1, hi=LIMIT, families=_TR, where="transformer models",
+       shown_tasks=TRAINING_TASKS + ("forward", "generate", "serve"),
+       default_doc="min(2048, positions); generate: min(512, positions / 2); serve: "
+       "serving.max_model_len"),
+    _k("new_tokens", "int", "New tokens", "generate: tokens produced after the prompt",
+       unit="tokens", lo=0, hi=LIMIT, families=_TR, tasks=("generate",),
+       where="task 'generate'", default_doc="256"),
+    _k("target_len", "int", "Target length", "encoder-decoder models: decoder tokens per "
+       "sequence", unit="tokens", lo=1, hi=LIMIT, families=("encoder-decoder",),
+       tasks=tuple(t for t in TASKS if t != "generate"),
+       where="encoder-decoder models (train/forward; for generate use new_tokens)",
+       shown_tasks=TRAINING_TASKS + ("forward",), default_doc="seq_len"),
+    _k("text_len", "int", "Prompt tokens", "diffusion: prompt tokens given to the text "
+       "encoders", unit="tokens", lo=1, hi=LIMIT, families=_DI, where="diffusion pipelines",
+       model_given=True, default_doc="the model's (its text encoder's max length)"),
+    _k("guidance", "bool", "Classifier-free guidance", "diffusion: CFG doubles the denoiser "
+       "batch", families=_DI, where="diffusion pipelines", model_given=True,
+       default_doc="the model's: true where the pipeline uses CFG (sampling tasks)"),
+    _k("resolution", "resolution", "Resolution", "pixels or voxels of one input / frame / "
+       "image: [h, w] or [d, h, w]", unit="pixels", lo=1, hi=BIG, families=_PIXELS,
+       where="image, video, volume and diffusion workloads", model_given=True,
+       default_doc="the model's native size; render 1080 x 1920, volume 512^3"),
+    _k("frames", "int", "Frames", "video frames", unit="frames", lo=1, hi=BIG,
+       families=_PIXELS, where="image, video, volume and diffusion workloads",
+       model_given=True, default_doc="the model's (video pipelines)"),
+    _k("steps", "int", "Steps", "denoising steps", unit="steps", lo=1, hi=BIG, families=_DI,
+       where="diffusion pipelines", model_given=True,
+       default_doc="the model's (sampling tasks)"),
+    _k("precision", "choice", "Precision", "number format of weights and compute; or an "
+       "object of pipeline component -> format with `default`", choices=PRECISIONS,
+       shown_tasks=MODEL_TASKS, default_doc="train bf16-mixed, qlora nf4, render / volume / "
+       "array fp32, else bf16"),
+    _k("optimizer", "choice", "Optimizer", "optimizer whose states are held", choices=OPTIMIZERS,
+       tasks=TRAINING_TASKS, neutral="none", default_doc="adamw (training), else none"),
+    _k("gradient_accumulation", "int", "Grad. accumulation", "micro-batches per optimizer step",
+       unit="micro-batches", lo=1, hi=BIG, tasks=TRAINING_TASKS, neutral=1, default=1),
+    _k("checkpointing", "choice", "Checkpointing", "activation recomputation",
+       choices=CHECKPOINTING, tasks=TRAINING_TASKS, neutral="none", default="none"),
+    _k("attention", "choice", "Attention", "eager materialises the score matrix; sdpa / flash "
+       "do not", choices=ATTENTION, shown_families=_TR + _DI, default="sdpa",
+       default_doc="sdpa; none for render, volume, array"),
+    _k("lora", "object", "LoRA", "adapters: rank, alpha, target modules, dropout",
+       tasks=LORA_TASKS, where="tasks " + ", ".join(LORA_TASKS) + " (use task 'lora' to "
+       "train adapters)", default_doc="lora / qlora: the lora.* defaults; else none"),
+    _k("parallel", "object", "Parallelism", "gpus = data x tensor x pipeline x context; ZeRO "
+       "stage", default_doc="one GPU"),
+    _k("offload", "multi", "Offload", "what lives in CPU memory", choices=tuple(OFFLOAD),
+       shown_tasks=MODEL_TASKS, default=[]),
+    _k("options", "multi", "Options", "framework switches that change memory",
+       choices=tuple(OPTIONS), default=[]),
+    _k("serving", "object", "Serving engine", "serve: the engine's KV pool and limits",
+       tasks=("serve",), where="task 'serve'", default_doc="serve: the serving.* defaults"),
+    _k("gpu", "choice", "GPU", "hardware-database id", default_doc="none (an estimate needs "
+       "one)"),
+)
+
+NESTED = (
+    _k("lora.rank", "int", "LoRA rank", "adapter rank r", lo=1, hi=65536, default=8,
+       tasks=LORA_TASKS, shown_tasks=("lora", "qlora"), flag="--lora-rank"),
+    _k("lora.alpha", "number", "LoRA alpha", "scaling alpha", lo=0, hi=1e6, lo_open=True,
+       default=16, tasks=LORA_TASKS, shown_tasks=("lora", "qlora")),
+    _k("lora.targets", "multi", "LoRA targets", "module names adapted (the model's linear "
+       "layers)", default=["q_proj", "v_proj"], tasks=LORA_TASKS,
+       shown_tasks=("lora", "qlora")),
+    _k("lora.dropout", "number", "LoRA dropout", "adapter-input dropout (PEFT keeps a dropped "
+       "copy of each adapted input when > 0)", lo=0, hi=0.999, default=0.0, tasks=LORA_TASKS,
+       shown_tasks=("lora", "qlora")),
+    _k("parallel.gpus", doc="GPUs in the job", label="GPUs", default=_P.gpus,
+       default_doc="data x tensor x pipeline x context", flag="--gpus", **_RANKS),
+    _k("parallel.data", doc="data-parallel ranks", label="Data parallel", default=_P.data,
+       default_doc="gpus / (tensor x pipeline x context)", flag="--data", **_RANKS),
+    _k("parallel.tensor", doc="tensor-parallel ranks", label="Tensor parallel",
+       default=_P.tensor, flag="--tensor", **_RANKS),
+    _k("parallel.pipeline", doc="pipeline stages", label="Pipeline parallel",
+       default=_P.pipeline, flag="--pipeline", **_RANKS),
+    _k("parallel.context", doc="context-parallel ranks", label="Context parallel",
+       default=_P.context, flag="--context", **_RANKS),
+    _k("parallel.zero", "int", "ZeRO / FSDP stage", "ZeRO stage over the data-parallel group: "
+       "3 = FSDP full shard, 2 = FSDP shard-grad-op", lo=0, hi=3, default=_P.zero,
+       shown_tasks=MODEL_TASKS, flag="--zero"),
+    _k("serving.gpu_memory_utilization", "number", "GPU memory utilisation", "share of GPU "
+       "memory the engine may take (weights, activations, KV pool)", lo=0, hi=1, lo_open=True,
+       as_float=True, default=0.9, tasks=("serve",)),
+    _k("serving.max_num_seqs", "int", "Max sequences", "concurrent requests", lo=1, hi=BIG,
+       tasks=("serve",), unit="requests", default_doc="batch_size, else 256"),
+    _k("serving.max_model_len", "int", "Max model length", "tokens per sequence the pool "
+       "holds", lo=1, hi=1 << 24, unit="tokens", tasks=("serve",),
+       default_doc="seq_len, else the model's positions"),
+    _k("serving.max_num_batched_tokens", "int", "Max batched tokens", "tokens in the engine's "
+       "profile / prefill batch (sizes the activation peak)", lo=1, hi=1 << 24, unit="tokens",
+       tasks=("serve",), default_doc="max(2048, min(max_model_len, 8192))"),
+    _k("serving.kv_cache_dtype", "choice", "KV cache dtype", "auto: the model's precision",
+       choices=KV_CACHE_DTYPES, default="auto", tasks=("serve",)),
+    _k("serving.cuda_graphs", "bool", "CUDA graphs", "captured decode graphs (their memory)",
+       default=True, tasks=("serve",)),
+)
+
+
+def _x(name, kind, label, doc, tasks, **kw) -> Key:
+    return Key(name, kind, label, doc, tasks=tasks, extra=True, whole_floats=True,
+               as_float=True, fold_case=True, **kw)
+
+
+_R, _VOL, _ARR = ("render",), ("volume",), ("array",)
+EXTRA = (
+    _x("render_targets", "object", "Render targets", "targets of the frame: [{\"format\", "
+       "\"count\" (1-16), \"name\", \"scale\" (0-4 per side), \"msaa\" (bool)}]; several "
+       "colour targets = a G-buffer", _R, parse=X.render_targets,
+       default=X.render_targets([{"name": "color", "format": "rgba8"},
+                                 {"name": "depth", "format": "d32f"}])),
+    _x("msaa", "choice", "MSAA", "samples per pixel", _R, choices=X.MSAA_SAMPLES,
+       parse=X.msaa, default=1, unit="samples"),
+    _x("swapchain_images", "int", "Swapchain images", "presentable 8-bit images (also the MSAA "
+       "resolve target)", _R, lo=1, hi=8, default=3, unit="images"),
+    _x("frames_in_flight", "int", "Frames in flight", "CPU-GPU frames in flight (per-frame "
+       "upload buffers are part of geometry_budget)", _R, lo=1, hi=8, default=2,
+       unit="frames"),
+    _x("texture_budget", "size", "Texture budget", "resident textures", _R, default=0,
+       unit="bytes"),
+    _x("geometry_budget", "size", "Geometry budget", "vertex / index / acceleration-structure "
+       "buffers", _R, default=0, unit="bytes"),
+    _x("fps", "number", "Frame rate", "target frame rate for the bandwidth need", _R, lo=0.0,
+       hi=1000.0, lo_open=True, default=60.0, unit="frames/s"),
+    _x("overdraw", "number", "Overdraw", "fragments shaded per pixel in the geometry pass", _R,
+       lo=1.0, hi=50.0, default=2.0),
+    _x("texture_bytes_per_pixel", "number", "Texture bytes per fragment", "texture bytes "
+       "fetched from DRAM per fragment", _R, lo=0.0, hi=1024.0, default=16.0, unit="bytes"),
+    _x("channels", "int", "Channels", "values per voxel", _VOL, lo=1, hi=4096, default=1),
+    _x("dtype", "choice", "Data type", "element type of the voxels", ("volume", "array"),
+       choices=tuple(X.ARRAY_DTYPES), by_task={"volume": "float32"}, shown_tasks=_VOL),
+    _x("copies", "int", "Copies", "volumes (or every array) resident at once: input, working, "
+       "output...", ("volume", "array"), lo=1, hi=64, by_task={"volume": 3, "array": 1},
+       unit="copies"),
+    _x("patch", "resolution", "Patch", "[d, h, w] training patch of a 3-D network given as "
+       "model (no model is accepted for volume yet: no effect)", _VOL, parse=X.patch,
+       shown_tasks=(), unit="voxels"),
+    _x("arrays", "object", "Arrays", "[{\"name\" (unique), \"shape\" (1-8 ints), \"dtype\" "
+       "(default float32), \"count\" (default 1)}]", _ARR, parse=X.arrays, default=[],
+       unit="elements"),
+    _x("work_buffers", "object", "Work buffers", "{\"fft\": none | in-place | out-of-place, "
+       "\"fft_dtype\", \"solver\": none | cg | bicgstab | gmres, \"restart\", "
+       "\"solver_dtype\"} over the largest array / one volume", ("array", "volume"),
+       parse=X.work_buffers, default=X.work_buffers({})),
+    _x("video", "object", "Video sessions", "NVENC/NVDEC sessions {\"mode\", \"codec\", "
+       "\"streams\", \"format\", \"surfaces\", \"lookahead\", \"bframes\"}; the frame is "
+       "`resolution`", _R, parse=X.video),
+)
+
+KEYS: tuple[Key, ...] = CONTRACT + NESTED + EXTRA
+BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}
+CONTRACT_KEYS: tuple[str, ...] = tuple(k.name for k in CONTRACT)
+EXTRA_NAMES: tuple[str, ...] = tuple(k.name for k in EXTRA)
+assert not set(CONTRACT_KEYS) & set(EXTRA_NAMES) and all(k.kind in KINDS for k in KEYS)
+
+
+def key(name: str) -> Key:
+    return BY_NAME[name]
+
+
+def subkeys(parent: str) -> tuple[Key, ...]:
+    """The dotted keys of an object key (`lora` -> lora.rank, lora.alpha, ...)."""
+    return tuple(k for k in NESTED if k.parent == parent)
+
+
+def sub_names(parent: str) -> tuple[str, ...]:
+    return tuple(k.name.split(".", 1)[1] for k in subkeys(parent))
+
+
+def keys_for(task: str, family: str | None) -> tuple[Key, ...]:
+    """The keys a scenario of this task and model family accepts (nested ones included)."""
+    return tuple(k for k in KEYS if k.applies(task, family) and
+                 (k.parent is None or BY_NAME[k.parent].applies(task, family)))
+
+
+# ---- the workload-specific keys as plain tables --------------------------------------------
+
+EXTRA_KEYS: dict[str, Callable[[Any], Any]] = {k.name: k.read for k in EXTRA}
+KEY_TASKS: dict[str, tuple[str, ...]] = {k.name: k.tasks for k in EXTRA}
+
+
+def EXTRA_DEFAULTS(task: str) -> dict:  # noqa: N802 (the name the workloads know)
+    """Defaults of the workload keys a task reads (a fresh copy; empty for other tasks);
+    None where a key has no default (`video`, `patch`)."""
+    return {k.name: k.default_for(task) for k in EXTRA if task in k.tasks}
+
+
+def normalise_extra(d: dict, task: str) -> dict:
+    """Validate the workload keys present in `d` (other keys are ignored) and return the
+    task's defaults updated with the normalised values; a key the task does not read is
+    refused."""
+    out = EXTRA_DEFAULTS(task)
+    for k, v in d.items():
+        if k in EXTRA_KEYS:
+            if task not in KEY_TASKS[k]:
+                raise BY_NAME[k].refusal(task, None)
+            out[k] = EXTRA_KEYS[k](v)
+    return out
