@@ -81,6 +81,15 @@ def refuse_inapplicable(d: dict, task: str, family: str | None) -> None:
             raise k.refusal(task, family)
 
 
+def refuse_non_neutral(name: str, value: Any, task: str, family: str | None) -> None:
+    """A key that takes only its neutral value where it does not apply (optimizer 'none',
+    gradient_accumulation 1, checkpointing 'none' on the tasks that do not train)."""
+    k = BY_NAME[name]
+    if k.has_neutral and not k.applies(task, family) and value != k.neutral:
+        raise ScenarioError(name, f"task '{task}' does not train; {name} must be "
+                                  f"{k.neutral!r} (got {value!r})")
+
+
 def read_precision(v: Any, task: str, default: str):
     k = key("precision")
     if isinstance(v, str):
@@ -211,10 +220,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         if d.get("precision") is not None else defaults["precision"]
     for name in ("optimizer", "gradient_accumulation", "checkpointing"):
         f[name] = get(name)
-        k = BY_NAME[name]
-        if not k.applies(task, family) and f[name] != k.neutral:
-            raise ScenarioError(name, f"task '{task}' does not train; {name} must be "
-                                      f"{k.neutral!r} (got {f[name]!r})")
+        refuse_non_neutral(name, f[name], task, family)
     f["attention"] = get("attention")
     f["lora"] = (read_lora(d["lora"]) if d.get("lora") is not None
                  else LoraConfig() if task in ("lora", "qlora") else None)
@@ -307,5 +313,5 @@ def replace_dict(sc, changes: dict) -> dict:
     return merged
 
 
-__all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "read_parallel",
+__all__ = ["fields_of", "replace_dict", "read_precision", "refuse_non_neutral", "read_lora", "read_parallel",
            "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable", "KNOWN"]

@@ -10,112 +10,20 @@ workload-specific keys (render, volume, array, video) are `extra` and live in
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
-from typing import Any, Callable
+import re
+from typing import Any, Callable, NamedTuple
 
-from ..errors import ScenarioError
 from ..parallel import ParallelConfig
-from ..readers import (read_bool, read_choice, read_int, read_names, read_num, read_size)
 from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES, LORA_TASKS,
                      MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, TRAINING_TASKS,
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
 from .rules import OFFLOAD, OPTIONS
+from .schema import KINDS, NO_MODEL, Key
 
-KINDS = ("int", "number", "bool", "choice", "multi", "size", "resolution", "object")
-NO_MODEL = "no-model"        # the family token of the model-less tasks (render, volume, array)
 LIMIT = 1 << 30              # sanity bound for counts (tokens, batch)
 BIG = 1 << 20                # frames, steps, ranks, pixels per side
 MODEL_TASKS = tuple(t for t in TASKS if t not in MODELLESS_TASKS)
-_UNSET = object()
-
-
-@dataclass(frozen=True)
-class Key:
-    """One scenario key. `tasks` / `families` (None: all; NO_MODEL: the model-less tasks) say
-    where it is accepted (elsewhere it is refused, unless it holds `neutral`); `shown_tasks` /
-    `shown_families` narrow that to where a workload reads it (the form's fields);
-    `model_given`: the model's family decides its default (shown where it does)."""
-    name: str
-    kind: str
-    label: str
-    doc: str
-    unit: str | None = None
-    lo: float | None = None
-    hi: float | None = None
-    lo_open: bool = False
-    choices: tuple | None = None
-    tasks: tuple[str, ...] | None = None
-    families: tuple[str, ...] | None = None
-    where: str | None = None
-    neutral: Any = _UNSET
-    shown_tasks: tuple[str, ...] | None = None
-    shown_families: tuple[str, ...] | None = None
-    model_given: bool = False
-    default: Any = None
-    by_task: dict | None = None
-    default_doc: str | None = None
-    extra: bool = False
-    parse: Callable[[Any], Any] | None = None
-    whole_floats: bool = False
-    as_float: bool = False
-    fold_case: bool = False
-    flag: str | None = None
-
-    @property
-    def parent(self) -> str | None:
-        return self.name.split(".")[0] if "." in self.name else None
-
-    @property
-    def has_neutral(self) -> bool:
-        return self.neutral is not _UNSET
-
-    def applies(self, task: str, family: str | None) -> bool:
-        """Accepted for this task and model family (None: no model)."""
-        return ((self.tasks is None or task in self.tasks) and
-                (self.families is None or (family or NO_MODEL) in self.families))
-
-    def shown(self, task: str, family: str | None) -> bool:
-        """Read by the workload of this task and family (a form shows it)."""
-        return (self.applies(task, family) and
-                (self.shown_tasks is None or task in self.shown_tasks) and
-                (self.shown_families is None or (family or NO_MODEL) in self.shown_families))
-
-    def refusal(self, task: str, family: str | None) -> ScenarioError:
-        where = self.where or ("task " + " / ".join(self.tasks or ()))
-        fam = f", model family '{family}'" if family else ""
-        return ScenarioError(self.name, f"applies to {where} only (task '{task}'{fam})")
-
-    def default_for(self, task: str):
-        """The static default of this key for a task (a fresh copy); None: decided elsewhere
-        (by the task's rules, the model, or other keys: see `default_doc`)."""
-        v = self.by_task.get(task) if self.by_task is not None else self.default
-        return copy.deepcopy(v)
-
-    def read(self, v: Any) -> Any:
-        """The value normalised, or ScenarioError naming the key (types and ranges only)."""
-        if self.parse is not None:
-            return self.parse(v)
-        k = self.name
-        if self.kind == "int":
-            return read_int(k, v, int(self.lo), None if self.hi is None else int(self.hi),
-                            whole_floats=self.whole_floats)
-        if self.kind == "number":
-            return read_num(k, v, self.lo, self.hi, lo_open=self.lo_open, as_float=self.as_float)
-        if self.kind == "bool":
-            return read_bool(k, v)
-        if self.kind == "choice":
-            return read_choice(k, v, self.choices, fold_case=self.fold_case)
-        if self.kind == "multi":
-            return read_names(k, v, self.choices)
-        if self.kind == "size":
-            return read_size(k, v)
-        if self.kind == "resolution":
-            if not isinstance(v, (list, tuple)) or len(v) not in (2, 3):
-                raise ScenarioError(k, f"must be [h, w] or [d, h, w], got {v!r}")
-            return tuple(read_int(k, x, int(self.lo), int(self.hi)) for x in v)
-        raise ScenarioError(k, "is an object; read by the scenario's builder")
 
 
 def _k(name, kind, label, doc, **kw) -> Key:
@@ -338,3 +246,126 @@ def normalise_extra(d: dict, task: str) -> dict:
                 raise BY_NAME[k].refusal(task, None)
             out[k] = EXTRA_KEYS[k](v)
     return out
+
+
+# ---- the docs page (docs/scenario-keys.md) ---------------------------------------------------
+
+_DOC_HEAD = """# Scenario keys
+
+Generated from the key table `vramplan.scenario.keys` (`keys.markdown()`); a test checks that
+this file equals it. Edit the table, then run `.venv/bin/python -c "from vramplan.scenario.keys
+import markdown; print(markdown(), end='')" > docs/scenario-keys.md`.
+
+The contract keys (`shared/SCENARIO.md`) keep their names and meanings; the rules between keys
+(defaults by task, serve's linked limits, parallel products) are in `docs/scenario.md`. A key
+given where it does not apply is refused, naming it. Nested keys are dotted. "the model's":
+the model family's defaults hook (`vramplan.workloads.registry.family_defaults`) reads the
+catalog entry.
+"""
+
+_DOC_EXTRA = """## Workload-specific keys
+
+The contract lets the project add keys for workloads it does not name. They are validated by
+the table (each refuses a wrong type, value or range naming the key, dotted for nested parts:
+`render_targets[1].format`), defaulted by task, stored in `Scenario.extra` and written flat by
+`to_dict`. Sizes are bytes (int) or a size string with an explicit unit (`"2 GiB"`,
+`"500MB"`). Diffusion pipelines need no new keys: `text_len`, `guidance`, `resolution`,
+`frames`, `steps`, per-component `precision`, `offload: ["model"]` and the options carry them.
+Video is a key of `render` rather than a task because the contract's task list is fixed and
+video surfaces, like render targets, are driver allocations (no caching allocator).
+"""
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(rows, applies: bool = True, task: str | None = None) -> list[str]:
+    head = ["key", "type", "default", "meaning", "unit"]
+    if applies:
+        head.insert(2, "applies to")
+    out = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for k in rows:
+        cells = [f"`{k.name}`", k.type_text(), k.default_text(task), k.doc, k.unit or "-"]
+        if applies:
+            cells.insert(2, k.applies_text())
+        out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return out
+
+
+def markdown() -> str:
+    """docs/scenario-keys.md: every key of the table."""
+    lines = [_DOC_HEAD, "## Contract keys", ""] + _table(CONTRACT)
+    lines += ["", "## Nested keys", ""] + _table(NESTED)
+    lines += ["", _DOC_EXTRA]
+    for task in MODELLESS_TASKS:
+        lines += [f"### task `{task}`", ""]
+        lines += _table([k for k in EXTRA if task in k.tasks], applies=False, task=task) + [""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# ---- CLI flags -------------------------------------------------------------------------------
+
+class Flag(NamedTuple):
+    """One command-line flag of a scalar key: `type` is int, float, str, bool (a
+    --flag / --no-flag switch) or a parser of text (resolution: '1024x1024')."""
+    flag: str
+    dest: str
+    type: Any
+    choices: tuple | None
+    help: str
+
+
+def parse_resolution(text: str) -> list[int]:
+    """'1024x1024', '1024,1024', '64x128x128' -> [ints] (ValueError otherwise)."""
+    parts = [p for p in re.split(r"[x×*,\s]+", str(text).strip().lower()) if p]
+    if len(parts) not in (2, 3):
+        raise ValueError(f"not HxW or DxHxW: {text!r}")
+    return [int(p) for p in parts]
+
+
+_FLAG_TYPES = {"int": int, "number": float, "bool": bool, "choice": str, "size": str,
+               "resolution": parse_resolution}
+
+
+def flag_of(k: Key) -> str:
+    return k.flag or "--" + k.name.replace(".", "-").replace("_", "-")
+
+
+def cli_flags() -> list[Flag]:
+    """A flag for every scalar key of the table (objects and lists have none), in table
+    order: (flag, dest, type, choices, help). `scenario_from_flags` maps parsed values back."""
+    out = []
+    for k in KEYS:
+        if k.kind not in _FLAG_TYPES or k.shown_tasks == ():
+            continue
+        choices = tuple(k.choices) if k.choices else None
+        typ = int if choices and isinstance(choices[0], int) else _FLAG_TYPES[k.kind]
+        flag = flag_of(k)
+        dflt = k.default_text()
+        where = k.applies_text()
+        help_ = k.doc + ("" if where == "all" else f" ({where})") + \
+            ("" if dflt == "none" else f"; default {dflt.replace('`', '')}")
+        out.append(Flag(flag, flag[2:].replace("-", "_"), typ, choices, help_.replace("%", "%%")))
+    return out
+
+
+def scenario_from_flags(values: dict) -> dict:
+    """{dest: value} of parsed flags (None: not given) -> the scenario dict they spell,
+    nested keys as objects (`--lora-rank 16` -> {"lora": {"rank": 16}})."""
+    by_dest = {f.dest: k for f, k in zip(cli_flags(), (k for k in KEYS
+                                                       if k.kind in _FLAG_TYPES and
+                                                       k.shown_tasks != ()))}
+    d: dict = {}
+    for dest, v in values.items():
+        if v is None or dest not in by_dest:
+            continue
+        name = by_dest[dest].name
+        if "." in name:
+            top, sub = name.split(".", 1)
+            d.setdefault(top, {})[sub] = v
+        else:
+            d[name] = v
+    return d
+
+
