@@ -8,6 +8,7 @@ says what is missing in one line (`vramplan: note: ...` on stderr).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -79,8 +80,7 @@ def register(subparsers) -> None:
                    help="table (default) or json: one JSON object a line")
     o.set_defaults(func=run_monitor)
 
-    from .. import calibration_cli
-    calibration_cli.register(subparsers, CALIBRATION_HELP)
+    _register_calibration(subparsers, CALIBRATION_HELP)
 
 
 def run_probe(args) -> int:
@@ -217,4 +217,91 @@ def run_monitor(args) -> int:
                     f"free {_fmt(s['free_bytes'])}  util {util}")
             emit(line + (f"  (NVML: {s['error']})" if s.get("error") else ""))
         sys.stdout.flush()
+    return 0
+
+
+# --- `vramplan calibration path | list | export | import` ------------------------------------
+
+def _register_calibration(subparsers, db_help: str) -> None:
+    c = subparsers.add_parser(
+        "calibration", help="the calibration database: where, list, export, import",
+        description="Measurements stored by `measure --calibrate` (one row per sample: GPU, "
+                    "driver, torch, CUDA, time, scenario, estimated and measured bytes). The "
+                    "database is --calibration PATH, else $VRAMPLAN_CALIBRATION, else "
+                    "~/.config/vramplan/calibration.db; several processes and machines may "
+                    "write one file at once. `export` writes JSON to share, `import` adds an "
+                    "export or an old calibration.json (each sample once).")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--calibration", metavar="PATH", default=None, help=db_help)
+    sub = c.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = sub.add_parser("path", parents=[common], help="where the database is, and its state",
+                       description="Print the database path, whether it is writable and how "
+                                   "many samples it holds.")
+    p.add_argument("--format", choices=["table", "json"], default="table",
+                   help="table (default) or json")
+    p.set_defaults(func=run_calibration_path)
+    ls = sub.add_parser("list", parents=[common], help="the stored samples",
+                        description="One line per stored sample, oldest first.")
+    ls.add_argument("--gpu", metavar="ID", default=None, help="only this hardware-database id")
+    ls.add_argument("--format", choices=["table", "json"], default="table",
+                    help="table (default) or json (the export's samples)")
+    ls.set_defaults(func=run_calibration_list)
+    ex = sub.add_parser("export", parents=[common], help="write the samples to a JSON file",
+                        description="Write the samples as a JSON export (version 2), "
+                                    "atomically: a reader sees the old file or the new one.")
+    ex.add_argument("file", metavar="FILE", help="JSON file to write")
+    ex.add_argument("--gpu", metavar="ID", default=None, help="only this hardware-database id")
+    ex.set_defaults(func=run_calibration_export)
+    im = sub.add_parser("import", parents=[common], help="add samples from JSON files",
+                        description="Add the samples of exports or old calibration.json files; "
+                                    "a sample already stored is skipped.")
+    im.add_argument("files", metavar="FILE", nargs="+", help="export or old calibration file")
+    im.set_defaults(func=run_calibration_import)
+
+
+def run_calibration_path(a) -> int:
+    from .. import calibration
+    st = calibration.status(a.calibration)
+    if a.format == "json":
+        emit(dump_json(st))
+        return 0
+    emit(f"{st['path']} ({st['mode']}, {st['samples']} samples)")
+    if st["notice"]:
+        emit(f"note: {st['notice']}")
+    return 0
+
+
+def run_calibration_list(a) -> int:
+    from .. import calibration
+    got = calibration.samples(a.gpu, a.calibration)
+    if a.format == "json":
+        emit(dump_json(got))
+        return 0
+    if not got:
+        emit("no samples")
+        return 0
+    rows = []
+    for s in got:
+        sw, q = s["software"], "device_used_bytes"
+        r = s["ratios"].get(q)
+        rows.append([s["recorded_at"] or "-", s["host"] or "-", s["gpu"], sw["torch"] or "-",
+                     sw["cuda"] or "-", sw["driver"] or "-", _fmt(s["estimate"][q]),
+                     _fmt(s["measured"][q]), "-" if r is None else f"{r:.3f}"])
+    emit(table(rows, ["recorded", "host", "gpu", "torch", "cuda", "driver", "estimate",
+                      "measured", "ratio"], "llllllrrr"))
+    return 0
+
+
+def run_calibration_export(a) -> int:
+    from .. import calibration
+    n = calibration.export(a.file, a.gpu, a.calibration)
+    emit(f"wrote {n} samples to {a.file}")
+    return 0
+
+
+def run_calibration_import(a) -> int:
+    from .. import calibration
+    for f in a.files:
+        added, known = calibration.import_file(f, a.calibration)
+        emit(f"{f}: added {added} samples ({known} already there)")
     return 0
