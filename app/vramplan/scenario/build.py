@@ -20,6 +20,10 @@ from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_task, max_positions, model_given, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
+__all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "read_parallel",
+           "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable",
+           "refuse_non_neutral", "KNOWN"]
+
 KNOWN = CONTRACT_KEYS + EXTRA_NAMES
 
 
@@ -312,6 +316,3 @@ def replace_dict(sc, changes: dict) -> dict:
             del merged[k]
     return merged
 
-
-__all__ = ["fields_of", "replace_dict", "read_precision", "refuse_non_neutral", "read_lora", "read_parallel",
-           "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable", "KNOWN"]
