@@ -1,0 +1,269 @@
+"""Memory bandwidth: what one step needs against what the GPU sustains, and the roofline
+(arithmetic intensity against the compute and memory ceilings, log-log).
+
+Both read the estimate's `bandwidth` object (or the whole estimate dict): bytes_per_step,
+datasheet_bandwidth_gbs, achievable_bandwidth_gbs and, where `vramplan.timing` gives them,
+flops_per_step, compute_dtype / compute_rate_dtype, peak_tflops, memory_floor_s,
+compute_floor_s, arithmetic_intensity, bound, needed_bandwidth_gbs. Those keys win; only where
+one is absent is it derived from the others (or the compute ceiling looked up in the device's
+dense throughput). A missing figure leaves its mark out and the subtitle says so."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from . import theme
+
+# scenario precision -> the dense throughput key of the hardware database it computes in
+PRECISION_THROUGHPUT = {
+    "fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16",), "fp16-mixed": ("fp16",),
+    "bf16": ("bf16", "fp16"), "bf16-mixed": ("bf16", "fp16"), "fp8": ("fp8",),
+    "int8": ("int8",),
+    # weight-only formats dequantise and compute in 16-bit
+    "int4": ("bf16", "fp16"), "nf4": ("bf16", "fp16"),
+}
+
+
+def bandwidth_of(obj: Any) -> Mapping[str, Any]:
+    """The `bandwidth` object of an estimate dict, or the object itself."""
+    d = theme.as_dict(obj)
+    return d.get("bandwidth") if isinstance(d.get("bandwidth"), Mapping) else d
+
+
+def _num(bw: Mapping[str, Any], key: str) -> float | None:
+    v = bw.get(key)
+    return float(v) if theme.finite(v) and v > 0 else None
+
+
+def needed_gbs(bw: Mapping[str, Any]) -> float | None:
+    """GB/s that would keep the compute busy: `needed_bandwidth_gbs`, else bytes_per_step /
+    compute_floor_s when both are known; None otherwise."""
+    need = _num(bw, "needed_bandwidth_gbs")
+    if need is None and _num(bw, "bytes_per_step") and _num(bw, "compute_floor_s"):
+        need = bw["bytes_per_step"] / bw["compute_floor_s"] / 1e9
+    return need
+
+
+def arithmetic_intensity(bw: Mapping[str, Any]) -> float | None:
+    """FLOPs per byte moved: `arithmetic_intensity`, else flops_per_step / bytes_per_step."""
+    ai = _num(bw, "arithmetic_intensity")
+    if ai is None and _num(bw, "flops_per_step") and _num(bw, "bytes_per_step"):
+        ai = bw["flops_per_step"] / bw["bytes_per_step"]
+    return ai
+
+
+def bandwidth_rows(bandwidth: Any) -> list[dict]:
+    """Bars: needed (if known), achievable, datasheet, in GB/s. Row: key, label, gbs, color,
+    text."""
+    bw = bandwidth_of(bandwidth)
+    ach = _num(bw, "achievable_bandwidth_gbs")
+    rows = []
+    need = needed_gbs(bw)
+    if need is not None:
+        over = ach is not None and need > ach
+        rows.append({"key": "needed", "label": "Needed to keep compute busy", "gbs": need,
+                     "color": theme.NO_FIT_COLOR if over else theme.FIT_COLOR})
+    if ach is not None:
+        rows.append({"key": "achievable", "label": "Achievable (sustained)", "gbs": ach,
+                     "color": theme.CHOSEN_COLOR})
+    peak = _num(bw, "datasheet_bandwidth_gbs")
+    if peak is not None:
+        rows.append({"key": "datasheet", "label": "Datasheet peak", "gbs": peak,
+                     "color": theme.NEUTRAL_COLOR})
+    for r in rows:
+        r["gbs"] = round(r["gbs"], 1)
+        r["text"] = f"{r['gbs']:,.0f} GB/s"
+        if r["key"] == "needed" and ach:
+            ratio = r["gbs"] / ach
+            r["text"] += f" · {ratio:,.0f}x achievable" if ratio >= 10 else \
+                f" · {ratio:.2g}x achievable"
+    return rows
+
+
+def _ms(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:,.3g} µs"
+    return f"{s * 1e3:,.3g} ms" if s < 1 else f"{s:,.3g} s"
+
+
+def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
+                    width: int | str = "container", height: int = 130):
+    """Horizontal bars in GB/s (decimal, as vendors quote): the bandwidth the step needs to run
+    at compute speed (green when the GPU sustains it, vermillion when not), the achievable
+    and the datasheet bandwidth. The subtitle gives bytes per step and the step-time floors."""
+    import altair as alt
+
+    bw = bandwidth_of(bandwidth)
+    rows = bandwidth_rows(bw)
+    vals = [r["gbs"] for r in rows] or [1.0]
+    log = max(vals) / min(vals) > 20      # decode needs 100-1000x what HBM gives
+    top = max(vals) * (6 if log else 1.3)
+    lo = min(vals) / 3 if log else 0
+    for r in rows:
+        r["base"] = lo      # bars start at the axis start (a log axis has no zero)
+    notes = []
+    if _num(bw, "bytes_per_step"):
+        notes.append(f"{bw['bytes_per_step'] / theme.GiB:,.2f} GiB moved per step")
+    mem = _num(bw, "memory_floor_s")
+    if mem is None and not _num(bw, "compute_floor_s"):
+        mem = _num(bw, "min_step_time_s")   # without a compute floor it is the memory floor
+    if mem:
+        notes.append(f"memory floor {_ms(mem)}/step")
+    if _num(bw, "compute_floor_s"):
+        notes.append(f"compute floor {_ms(bw['compute_floor_s'])}/step")
+    if bw.get("bound"):
+        notes.append(f"{bw['bound']}-bound")
+    if needed_gbs(bw) is None:
+        notes.append("need unknown (no FLOP count for this workload)")
+    y = alt.Y("label:N", sort=[r["label"] for r in rows], title=None,
+              axis=alt.Axis(ticks=False, domain=False, labelLimit=220))
+    x = alt.X("gbs:Q", title="Memory bandwidth (GB/s" + (", log scale)" if log else ")"),
+              scale=alt.Scale(type="log", domain=[lo, round(top, 1)], nice=False)
+              if log else alt.Scale(domain=[0, round(top, 1)], nice=False),
+              axis=alt.Axis(grid=True, tickCount=6, format=",~g" if log else ",.0f"))
+    base = alt.Chart(alt.Data(values=rows))
+    colors = alt.Scale(domain=[r["key"] for r in rows] or ["achievable"],
+                       range=[r["color"] for r in rows] or [theme.CHOSEN_COLOR])
+    bars = base.mark_bar(height={"band": 0.7}, cornerRadiusEnd=2).encode(
+        x=x, x2="base:Q", y=y, color=alt.Color("key:N", scale=colors, legend=None),
+        tooltip=[alt.Tooltip("label:N", title="Bandwidth"),
+                 alt.Tooltip("gbs:Q", title="GB/s", format=",.1f")])
+    text = base.mark_text(align="left", dx=4).encode(x="gbs:Q", y=y, text="text:N")
+    name = f" on {gpu_name}" if gpu_name else ""
+    return theme.finish(alt.layer(bars, text),
+                        title_text=f"Bandwidth needed vs achievable{name} (GB/s)",
+                        subtitle="; ".join(notes) or None, width=width, height=height)
+
+
+def compute_ceiling(device: Any, precision: str | None) -> tuple[str | None, float | None]:
+    """(throughput key, dense TFLOPS) the `precision` computes at on `device` (a Device or its
+    dict); (None, None) when the hardware database has no figure for it."""
+    d = theme.as_dict(device)
+    table = d.get("throughput_tflops_dense") or d.get("throughput") or {}
+    if not isinstance(table, Mapping):
+        table = {}
+    keys = PRECISION_THROUGHPUT.get((precision or "bf16").lower(), ((precision or "").lower(),))
+    for k in keys:
+        if theme.finite(table.get(k)) and table[k] > 0:
+            return k, float(table[k])
+    return None, None
+
+
+def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None) -> dict:
+    """The roofline's numbers: {"roof": [{intensity, tflops, ceiling}...], "point": [...] or [],
+    "ridge", "peak_tflops", "throughput_key", "bandwidth_gbs", "intensity"}.
+
+    Memory ceiling: achievable bandwidth (TB/s) x intensity; compute ceiling: the estimate's
+    `peak_tflops` when `precision` is not given, else the device's dense TFLOPS for it. The workload sits at its intensity, on the roof (attainable TFLOPS)."""
+    bw = bandwidth_of(bandwidth)
+    dev = theme.as_dict(device)
+    gbs = _num(bw, "achievable_bandwidth_gbs")
+    if gbs is None and theme.finite(dev.get("bandwidth_gbs")):
+        gbs = float(dev["bandwidth_gbs"]) * float(dev.get("achievable_bandwidth_fraction") or 0.9)
+    if _num(bw, "peak_tflops") and precision is None:   # the estimate's own ceiling
+        key = bw.get("compute_rate_dtype") or bw.get("compute_dtype") or "dense"
+        peak = float(bw["peak_tflops"])
+    else:
+        key, peak = compute_ceiling(dev, precision or bw.get("compute_dtype"))
+    ai = arithmetic_intensity(bw)
+    tbs = (gbs or 0) / 1e3
+    ridge = peak / tbs if peak and tbs else None
+    centre = ridge or ai or 10.0
+    lo = min(centre / 100, (ai or centre) / 4)
+    hi = max(centre * 100, (ai or centre) * 4)
+    roof = []
+    if tbs:
+        xs = [lo, ridge, hi] if ridge else [lo, hi]
+        roof += [{"intensity": x, "tflops": min(x * tbs, peak or x * tbs),
+                  "ceiling": "memory" if not ridge or x <= ridge else "compute"} for x in xs]
+    elif peak:
+        roof += [{"intensity": x, "tflops": peak, "ceiling": "compute"} for x in (lo, hi)]
+    point = []
+    if ai is not None and (tbs or peak):
+        attain = min(x for x in (ai * tbs if tbs else None, peak) if x)
+        bound = bw.get("bound") or ("memory" if ridge and ai < ridge else
+                                    "compute" if ridge else ("memory" if tbs else "compute"))
+        point.append({"intensity": ai, "tflops": attain, "bound": bound,
+                      "text": f"this step: {ai:,.3g} FLOP/B, {bound}-bound"})
+    return {"roof": [{**r, "intensity": float(f"{r['intensity']:.6g}"),
+                      "tflops": float(f"{r['tflops']:.6g}")} for r in roof],
+            "point": point, "ridge": ridge, "peak_tflops": peak, "throughput_key": key,
+            "bandwidth_gbs": gbs, "intensity": ai, "domain": [lo, hi]}
+
+
+def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
+                   width: int | str = "container", height: int = 300):
+    """Log-log roofline of the chosen GPU: attainable TFLOPS against arithmetic intensity
+    (FLOPs per byte of device memory traffic). The slanted roof is the achievable bandwidth,
+    the flat one the dense TFLOPS: the estimate's `peak_tflops` (for its compute dtype), or,
+    given `precision` or without it, the device's figure for `precision` / the estimate's
+    `compute_dtype` / its scenario precision / bf16; the workload is a point on the roof at its intensity. A missing ceiling or
+    intensity leaves that part out and the subtitle says so."""
+    import altair as alt
+
+    est = theme.as_dict(bandwidth)
+    bw = bandwidth_of(est)
+    scenario_precision = ((est.get("scenario") or {}).get("precision")
+                          if isinstance(est.get("scenario"), Mapping) else None)
+    if precision is None and not _num(bw, "peak_tflops") and not bw.get("compute_dtype"):
+        precision = scenario_precision
+    r = roofline_rows(bw, device, precision)
+    lo, hi = r["domain"]
+    ys = [p["tflops"] for p in r["roof"] + r["point"]] or [1.0]
+    y_dom = [min(ys) / 2, max(ys) * 3]
+    x = alt.X("intensity:Q", title="Arithmetic intensity (FLOPs per byte, log scale)",
+              scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
+              axis=alt.Axis(grid=True, format=",~g"))
+    y = alt.Y("tflops:Q", title="Attainable throughput (TFLOPS, log scale)",
+              scale=alt.Scale(type="log", domain=y_dom, nice=False),
+              axis=alt.Axis(grid=True, format=",~g"))
+    layers = [alt.Chart(alt.Data(values=r["roof"])).mark_line(
+        color=theme.INK, strokeWidth=2.5).encode(
+        x=x, y=y, order="intensity:Q",
+        tooltip=[alt.Tooltip("ceiling:N", title="Ceiling"),
+                 alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
+                 alt.Tooltip("tflops:Q", title="TFLOPS", format=",.3g")])]
+    tags = []  # each ceiling named on the chart, at its left end
+    tbs = (r["bandwidth_gbs"] or 0) / 1e3
+    if tbs:
+        at = lo * 2
+        tags.append({"intensity": at, "tflops": float(f"{min(at * tbs, r['peak_tflops'] or at * tbs):.6g}"),
+                     "text": f"memory: {r['bandwidth_gbs']:,.0f} GB/s", "below": True})
+    if r["peak_tflops"]:
+        at = max(r["ridge"] or lo, lo) * 1.5
+        tags.append({"intensity": float(f"{at:.6g}"), "tflops": r["peak_tflops"],
+                     "text": f"compute: {r['peak_tflops']:,.0f} TFLOPS {r['throughput_key']}",
+                     "below": False})
+    if tags:  # the slope's name under it (the line rises to the right), the flat one's above
+        tbase = alt.Chart(alt.Data(values=tags))
+        layers += [tbase.transform_filter(alt.datum.below == below).mark_text(
+            align="left", dy=dy, baseline=base, color=theme.MUTED).encode(x=x, y=y, text="text:N")
+            for below, dy, base in ((True, 8, "top"), (False, -6, "bottom"))]
+    notes = []
+    if r["bandwidth_gbs"]:
+        notes.append(f"memory roof {r['bandwidth_gbs']:,.0f} GB/s achievable")
+    if r["peak_tflops"]:
+        notes.append(f"compute roof {r['peak_tflops']:,.1f} TFLOPS dense {r['throughput_key']}")
+    else:
+        notes.append(f"no dense {precision or bw.get('compute_dtype') or 'bf16'} figure "
+                     "for this GPU")
+    if r["ridge"]:
+        notes.append(f"ridge at {r['ridge']:,.0f} FLOP/B")
+    if r["point"]:
+        pbase = alt.Chart(alt.Data(values=r["point"]))
+        tips = [alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
+                alt.Tooltip("tflops:Q", title="Attainable TFLOPS", format=",.3g"),
+                alt.Tooltip("bound:N", title="Bound")]
+        layers.append(pbase.mark_point(size=140, filled=True, color=theme.CHOSEN_COLOR,
+                                       stroke="white", strokeWidth=1.5).encode(
+            x=x, y=y, tooltip=tips))
+        # below the point, on the side away from the slope unless the right edge is near
+        right = r["intensity"] > (lo * hi ** 3) ** 0.25
+        layers.append(pbase.mark_text(align="right" if right else "left", baseline="top",
+                                      dx=-8 if right else 8, dy=8, fontWeight="bold",
+                                      color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="text:N"))
+    else:
+        notes.append("no FLOP count: the workload's point is not drawn")
+    dev = theme.as_dict(device)
+    name = f" of {dev.get('name')}" if dev.get("name") else ""
+    return theme.finish(alt.layer(*layers), title_text=f"Roofline{name} (TFLOPS vs FLOP/byte)",
+                        subtitle="; ".join(notes), width=width, height=height)

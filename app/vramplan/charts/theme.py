@@ -1,0 +1,164 @@
+"""One visual language for the planner's charts: palette, fonts, sizes, axis styles.
+
+The palette is Okabe-Ito (Okabe & Ito 2008, "Color Universal Design"), distinguishable under
+the common colour-vision deficiencies. Meaning is fixed across charts: green = fits, vermillion
+= does not fit / over the limit, blue = the chosen GPU or the workload, near-black = a limit
+line, grey = context. Pinned GPUs take the remaining hues in order.
+
+Every builder ends with `finish(...)`, which sets the size (`width="container"`: the page
+sizes charts), the title (with units) and the shared config. Plain-Python helpers here (no
+altair at import time): `gib`, `finite`, `clean_rows`, `spec_rows`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+from ..units import GiB
+
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "bluish_green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "reddish_purple": "#CC79A7",
+}
+# categorical order when a chart needs n distinct hues
+PALETTE = [OKABE_ITO[k] for k in ("blue", "orange", "bluish_green", "reddish_purple",
+                                   "sky_blue", "vermillion", "yellow", "black")]
+FIT_COLOR = OKABE_ITO["bluish_green"]
+NO_FIT_COLOR = OKABE_ITO["vermillion"]
+CHOSEN_COLOR = OKABE_ITO["blue"]
+PIN_COLORS = [OKABE_ITO[k] for k in ("orange", "reddish_purple", "sky_blue", "black")]
+LIMIT_COLOR = "#1f2937"       # capacity / usable-memory lines
+NEUTRAL_COLOR = "#999999"     # context: today's peak, datasheet figures
+LIGHT_COLOR = "#d9d9d9"       # allocator slack, phase bands
+INK = "#1f2937"
+MUTED = "#6b7280"
+GRID = "#eef0f3"
+DOMAIN = "#c7ccd4"
+FONT = "-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
+TITLE_SIZE = 14
+SUBTITLE_SIZE = 12
+LABEL_SIZE = 11
+AXIS_TITLE_SIZE = 12
+
+# one colour per memory component (the domain's names), in stacking order
+COMPONENT_PALETTE = {
+    "weights": OKABE_ITO["blue"],
+    "gradients": OKABE_ITO["sky_blue"],
+    "optimizer_states": OKABE_ITO["reddish_purple"],
+    "activations": OKABE_ITO["orange"],
+    "kv_cache": OKABE_ITO["bluish_green"],
+    "temporary": OKABE_ITO["yellow"],
+    "allocator_slack": LIGHT_COLOR,
+    "cuda_context": NEUTRAL_COLOR,
+}
+OTHER_COMPONENT = "#555555"
+
+PHASE_LABELS = {
+    "forward": "Forward", "backward": "Backward", "optimizer": "Optimizer step",
+    "optimizer-step": "Optimizer step", "optimizer_step": "Optimizer step",
+    "prefill": "Prefill", "decode": "Decode", "denoise": "Denoise", "vae-decode": "VAE decode",
+    "vae_decode": "VAE decode", "load": "Load",
+}
+
+
+def label(key: str, table: Mapping[str, str] | None = None) -> str:
+    """A key as people read it: 'optimizer-step' -> 'Optimizer step' (table first)."""
+    if table and key in table:
+        return table[key]
+    return PHASE_LABELS.get(key) or str(key).replace("_", " ").replace("-", " ").capitalize()
+
+
+def component_color(key: str) -> str:
+    return COMPONENT_PALETTE.get(key, OTHER_COMPONENT)
+
+
+def finite(v: Any) -> bool:
+    """A real, finite number (not None, NaN, inf, bool or text)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def gib(n: int | float, digits: int = 3) -> float:
+    """Bytes -> GiB, rounded (charts plot GiB; bytes stay ints elsewhere)."""
+    return round(n / GiB, digits)
+
+
+def clean_rows(rows: Iterable[Mapping[str, Any]], *required: str) -> list[dict]:
+    """Rows whose `required` fields are finite numbers; NaN/inf in other fields become None,
+    so no chart carries a value Vega cannot place (no 'Infinite extent')."""
+    out = []
+    for r in rows:
+        if all(finite(r.get(k)) for k in required):
+            out.append({k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                        for k, v in r.items()})
+    return out
+
+
+def spec_rows(spec: Mapping[str, Any]) -> list[dict]:
+    """Every inline data row of a chart spec: top-level datasets and the data of every
+    (nested) layer / concat view."""
+    out: list[dict] = []
+    stack = [spec]
+    while stack:
+        node = stack.pop(0)
+        if "values" in (node.get("data") or {}):
+            out += node["data"]["values"]
+        for key in ("layer", "hconcat", "vconcat", "concat"):
+            stack += list(node.get(key) or [])
+        if isinstance(node.get("spec"), Mapping):
+            stack.append(node["spec"])
+    for rows in (spec.get("datasets") or {}).values():
+        out += rows
+    return out
+
+
+def as_dict(obj: Any) -> Mapping[str, Any]:
+    """A mapping, or an object's to_dict() (Device, Estimate)."""
+    if obj is None:
+        return {}
+    if isinstance(obj, Mapping):
+        return obj
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    raise TypeError(f"expected a dict or an object with to_dict(), got {type(obj).__name__}")
+
+
+def usable_of(d: Mapping[str, Any] | None) -> int | None:
+    """Usable bytes of a GPU entry: `usable_bytes`, else `usable_memory_bytes`, else nominal."""
+    if not d:
+        return None
+    for k in ("usable_bytes", "usable_memory_bytes", "memory_bytes"):
+        if finite(d.get(k)) and d[k] > 0:
+            return int(d[k])
+    return None
+
+
+def title(text: str, subtitle: str | list[str] | None = None):
+    import altair as alt
+
+    kw = {"subtitle": subtitle} if subtitle else {}
+    return alt.Title(text, anchor="start", fontSize=TITLE_SIZE, subtitleFontSize=SUBTITLE_SIZE,
+                     subtitleColor=MUTED, color=INK, offset=8, **kw)
+
+
+def finish(chart, *, title_text: str, subtitle: str | list[str] | None = None,
+           width: int | str = "container", height: Any = 300):
+    """Size, title and the shared config: the last call of every builder."""
+    return (
+        chart.properties(width=width, height=height, title=title(title_text, subtitle))
+        .configure(font=FONT)
+        .configure_view(stroke=None)
+        .configure_axis(labelColor=INK, titleColor=MUTED, gridColor=GRID, domainColor=DOMAIN,
+                        tickColor=DOMAIN, labelFontSize=LABEL_SIZE,
+                        titleFontSize=AXIS_TITLE_SIZE, titleFontWeight="normal")
+        .configure_legend(labelColor=INK, titleColor=MUTED, labelFontSize=LABEL_SIZE,
+                          titleFontSize=LABEL_SIZE, titleFontWeight="normal", symbolSize=110,
+                          orient="bottom", direction="horizontal", labelLimit=220)
+        .configure_text(font=FONT, fontSize=LABEL_SIZE, color=INK)
+    )
+
+
+def gib_axis(**kw):
+    """The shared axis for memory in GiB: grid on, readable tick count."""
+    import altair as alt
+
+    return alt.Axis(grid=True, tickCount=6, **kw)

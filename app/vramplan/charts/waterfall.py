@@ -1,0 +1,183 @@
+"""The advisor's recommendations as a waterfall: today's peak, each change's saving (and its
+cost), down to what the plan needs after them, against the GPU's usable memory."""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from . import theme
+
+KIND_COLORS = {
+    "today": theme.NEUTRAL_COLOR, "saving": theme.OKABE_ITO["sky_blue"],
+    "increase": theme.NO_FIT_COLOR, "combined": theme.LIGHT_COLOR,
+    "fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR,
+}
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.0%}"
+
+
+def cost_label(cost: Any) -> str:
+    """A recommendation's cost in a few words: a string as is; a dict's `label` / `summary` /
+    `text`, else its items ('step_time_fraction': 0.33 -> 'step time +33%'); '' when none."""
+    if not cost:
+        return ""
+    if isinstance(cost, str):
+        return cost
+    if not isinstance(cost, Mapping):
+        return str(cost)
+    for k in ("label", "summary", "text"):
+        if isinstance(cost.get(k), str) and cost[k]:
+            return cost[k]
+    parts = []
+    for k, v in cost.items():
+        name = str(k)
+        if isinstance(v, bool) or v is None:
+            continue
+        if theme.finite(v) and name.endswith(("_fraction", "_pct", "_ratio")):
+            name = name.rsplit("_", 1)[0]
+            v = _pct(v / 100 if k.endswith("_pct") else v)
+        elif theme.finite(v) and name.endswith("_bytes"):
+            name, v = name[:-6], f"{v / theme.GiB:,.1f} GiB"
+        elif theme.finite(v):
+            v = f"{v:,.3g}"
+        parts.append(f"{name.replace('_', ' ')} {v}")
+    return ", ".join(parts)
+
+
+def _device_used(est: Any) -> int | None:
+    d = theme.as_dict(est) if est is not None else {}
+    v = (d.get("per_gpu") or {}).get("device_used_bytes", d.get("device_used_bytes"))
+    return int(v) if theme.finite(v) else None
+
+
+def _plan_steps(advice: Mapping[str, Any], plan: Any) -> tuple[list[dict], int | None]:
+    recs = [r for r in advice.get("recommendations") or [] if isinstance(r, Mapping)]
+    if plan is None:
+        return recs, None
+    if isinstance(plan, int) and not isinstance(plan, bool):
+        plan = (advice.get("plans") or [])[plan]
+    by_id = {r.get("id"): r for r in recs}
+    entries = next((plan.get(k) for k in ("recommendations", "steps", "ids")
+                    if isinstance(plan.get(k), list)), [])
+    steps = []
+    for e in entries:
+        if isinstance(e, Mapping):
+            steps.append({**by_id.get(e.get("id"), {}), **e})
+        elif e in by_id:
+            steps.append(by_id[e])
+    return steps, _device_used(plan.get("estimate"))
+
+
+def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
+                   usable_bytes: int | None = None, estimate: Any = None, plan: Any = None,
+                   until_fits: bool = True) -> list[dict]:
+    """Bars of the waterfall, top to bottom: "Today" (0 to the peak), one per recommendation
+    (from the running total down by its `saves_bytes`), "Combined effect" when a plan's own
+    estimate differs from the sum of its steps, and the result (0 to what is left).
+
+    The peak is `peak_bytes`, else the device_used_bytes of `estimate`. `plan`: one of
+    `advice["plans"]` (or its index) listing recommendation ids (`recommendations`, `steps` or
+    `ids`) and optionally its `estimate`; without it every recommendation with a finite
+    saving is taken in the advisor's order, stopping once the total fits (`until_fits`).
+    Row: order, step, kind, start_gib, end_gib, bytes, text, cost, id."""
+    peak = peak_bytes if theme.finite(peak_bytes) else _device_used(estimate)
+    if peak is None:
+        return []
+    steps, plan_used = _plan_steps(advice, plan)
+    rows = [{"step": "Today's peak", "kind": "today", "from": 0, "to": int(peak), "cost": "",
+             "id": "today"}]
+    at = int(peak)
+    for rec in steps:
+        saves = rec.get("saves_bytes")
+        if not theme.finite(saves) or saves == 0:
+            continue
+        if plan is None and until_fits and usable_bytes and at <= usable_bytes:
+            break
+        new = max(0, at - int(saves))
+        rows.append({"step": rec.get("title") or rec.get("id") or "change",
+                     "kind": "saving" if saves > 0 else "increase", "from": at, "to": new,
+                     "cost": cost_label(rec.get("cost")), "id": rec.get("id")})
+        at = new
+    if plan_used is not None and plan_used != at:
+        rows.append({"step": "Combined effect", "kind": "combined", "from": at, "to": plan_used,
+                     "cost": "the plan's own estimate", "id": "combined"})
+        at = plan_used
+    fits = usable_bytes is None or at <= usable_bytes
+    rows.append({"step": "After these changes" if len(rows) > 1 else "No change listed",
+                 "kind": "fits" if fits else "does not fit", "from": 0, "to": at, "cost": "",
+                 "id": "after"})
+    out = []
+    for i, r in enumerate(rows):
+        delta = r["to"] - r["from"]
+        if r["kind"] in ("today", "fits", "does not fit"):
+            text = f"{r['to'] / theme.GiB:,.1f} GiB"
+            if usable_bytes and r["kind"] != "today":
+                text += " · fits" if fits else \
+                    f" · still {(at - usable_bytes) / theme.GiB:,.1f} GiB over"
+        else:
+            text = f"{'-' if delta < 0 else '+'}{abs(delta) / theme.GiB:,.1f} GiB"
+            if r["cost"]:
+                text += f" · {r['cost']}"
+        out.append({"order": i, "step": r["step"], "kind": r["kind"], "id": r["id"],
+                     "start_gib": theme.gib(min(r["from"], r["to"])),
+                     "end_gib": theme.gib(max(r["from"], r["to"])), "bytes": delta,
+                     "cost": r["cost"], "text": text,
+                     "label_gib": theme.gib(max(r["from"], r["to"]))})
+    return out
+
+
+def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
+                            usable_bytes: int | None = None, gpu_name: str | None = None,
+                            estimate: Any = None, plan: Any = None, until_fits: bool = True,
+                            width: int | str = "container", row_height: int = 28):
+    """Floating horizontal bars (GiB per GPU), one row per step of `waterfall_rows`, with each
+    step's saving and cost as a label and a dashed line at the usable memory (`usable_bytes`,
+    else the estimate's GPU). The usable memory and GPU name default to `estimate["gpu"]`."""
+    import altair as alt
+
+    gpu = (theme.as_dict(estimate).get("gpu") if estimate is not None else None) or {}
+    usable = usable_bytes if theme.finite(usable_bytes) else theme.usable_of(gpu)
+    name = gpu_name or gpu.get("name") or "GPU"
+    rows = waterfall_rows(advice, peak_bytes=peak_bytes, usable_bytes=usable,
+                          estimate=estimate, plan=plan, until_fits=until_fits)
+    ext = max([r["end_gib"] for r in rows] + [theme.gib(usable) if usable else 0, 1.0])
+    order = [r["step"] for r in rows]
+    kinds = [k for k in KIND_COLORS if any(r["kind"] == k for r in rows)] or ["today"]
+    y = alt.Y("step:N", sort=order, title=None,
+              axis=alt.Axis(labelLimit=260, ticks=False, domain=False))
+    x = alt.X("start_gib:Q", title="Device memory at the peak (GiB per GPU)",
+              scale=alt.Scale(domain=[0, round(ext * 1.55, 3)], nice=False),
+              axis=theme.gib_axis())
+    base = alt.Chart(alt.Data(values=rows))
+    bars = base.mark_bar(height={"band": 0.7}, cornerRadius=2).encode(
+        x=x, x2="end_gib:Q", y=y,
+        color=alt.Color("kind:N", legend=None, scale=alt.Scale(
+            domain=kinds, range=[KIND_COLORS[k] for k in kinds])),
+        tooltip=[alt.Tooltip("step:N", title="Step"), alt.Tooltip("text:N", title="Effect"),
+                 alt.Tooltip("cost:N", title="Cost")])
+    labels = base.mark_text(align="left", dx=5, limit=320).encode(
+        x="label_gib:Q", y=y, text="text:N")
+    layers = []  # the limit line first: bars and labels are drawn over it
+    if usable:
+        line = [{"usable_gib": theme.gib(usable),
+                 "text": f"{name}: {usable / theme.GiB:,.1f} GiB usable"}]
+        lbase = alt.Chart(alt.Data(values=line))
+        layers.append(lbase.mark_rule(color=theme.LIMIT_COLOR, strokeWidth=2,
+                                      strokeDash=[5, 3]).encode(
+            x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title="Limit")]))
+        layers.append(lbase.mark_text(align="left", dx=4, y=-4, baseline="bottom",
+                                      color=theme.LIMIT_COLOR).encode(
+            x="usable_gib:Q", text="text:N"))
+    layers += [bars, labels]
+    n = sum(r["kind"] in ("saving", "increase") for r in rows)
+    sub = (f"{n} change(s); savings as the advisor estimates each one" if plan is None else
+           "one plan's changes applied in turn")
+    return theme.finish(alt.layer(*layers),
+                        title_text="From today's peak to what fits (GiB per GPU)",
+                        subtitle=sub, width=width, height=max(2, len(rows)) * row_height)
+
+
+def waterfall_steps(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The step names of waterfall rows, top to bottom (for tests and the report)."""
+    return [r["step"] for r in sorted(rows, key=lambda r: r["order"])]
