@@ -27,7 +27,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("footprint", ("vramplan.workloads.*",)),
     ("overhead", ("vramplan.overhead",)),
     ("result", ("vramplan.result",)),
-    ("estimate", ("vramplan.estimate",)),
+    ("estimate", ("vramplan.estimate", "vramplan.timing")),
     ("advice", ("vramplan.advisor", "vramplan.advisor.*", "vramplan.sweep", "vramplan.sweep.*")),
     ("measure", ("vramplan.measure", "vramplan.measure.*", "vramplan.trace", "vramplan.tracing",
                  "vramplan.tracing.*", "vramplan.live", "vramplan.live.*", "vramplan.calibration",
