@@ -101,32 +101,68 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
 
 
 def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
-    """Largest batch whose device_used fits the GPU (0 if batch 1 does not); bisection over the
-    same estimate (memory is monotone in batch)."""
+    """Largest batch whose device_used fits the GPU (0 if batch 1 does not), capped at
+    MAX_BATCH_CAP. Memory is monotone in the batch, so the answer is the b with fits(b) and
+    not fits(b + 1), found by `largest_fitting` over the same estimate."""
     sc = _scenario(scenario)
     dev = _device(sc, gpu)
     spec = spec if spec is not None else _spec(sc)
+    used: dict[int, int | None] = {}
+
+    def used_at(b: int) -> int | None:
+        if b not in used:
+            try:
+                s2 = sc.replace(batch_size=b)
+            except ScenarioError:
+                used[b] = None
+            else:
+                used[b] = _figures(s2, dev, spec)[4]
+        return used[b]
 
     def fits(b: int) -> bool:
-        try:
-            s2 = sc.replace(batch_size=b)
-        except ScenarioError:
-            return False
-        return _fits(_figures(s2, dev, spec)[4], dev)
+        u = used_at(b)
+        return u is not None and _fits(u, dev)
 
+    return largest_fitting(fits, used_at, dev.usable_bytes, MAX_BATCH_CAP)
+
+
+def largest_fitting(fits, used_at, limit: int, cap: int) -> int:
+    """Largest b in [1, cap] with fits(b) (0 if not fits(1)), for a predicate true up to some
+    b and false after; used_at(b) is the memory fits compares with `limit` (None: refused).
+
+    A secant search: each probe is where the line through the last two fitting points meets
+    `limit` (doubling while memory stays flat) until the answer is bracketed, then
+    interpolation inside the bracket, bisecting after any step that failed to halve it.
+    Memory is close to affine in the batch, so it usually takes four probes (1, 2, the
+    guess, the guess + 1) where a doubling search and bisection take about twenty."""
     if not fits(1):
         return 0
-    lo, hi = 1, 2
-    while hi <= MAX_BATCH_CAP and fits(hi):
-        lo, hi = hi, hi * 2
-    if hi > MAX_BATCH_CAP:
-        return MAX_BATCH_CAP
+    lo, b = 1, 2
+    while True:
+        b = min(b, cap)
+        if not fits(b):
+            hi = b
+            break
+        prev, lo = lo, b
+        if lo >= cap:
+            return cap
+        u0, u1 = used_at(prev), used_at(lo)
+        b = lo * 2
+        if u1 > u0:
+            b = max(lo + 1, lo + (limit - u1) * (lo - prev) // (u1 - u0))
+    bisect = False
     while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
+        u0, u1 = used_at(lo), used_at(hi)
+        if bisect or u1 is None or u1 <= u0:
+            g = (lo + hi) // 2
         else:
-            hi = mid
+            g = min(max(lo + (limit - u0) * (hi - lo) // (u1 - u0), lo + 1), hi - 1)
+        width = hi - lo
+        if fits(g):
+            lo = g
+        else:
+            hi = g
+        bisect = 2 * (hi - lo) > width
     return lo
 
 

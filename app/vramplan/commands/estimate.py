@@ -99,6 +99,10 @@ def register(subparsers) -> None:
     p.add_argument("--calibrate", action="store_true",
                    help="apply this GPU's calibration (measured / estimated ratios recorded by "
                         "`vramplan measure --calibrate`) and show both figures")
+    p.add_argument("--advise", action="store_true",
+                   help="fill `recommendations`: the changes that save memory, each with the "
+                        "bytes it saves and its cost (`vramplan advise` also solves for plans "
+                        "that fit)")
     p.add_argument("--format", choices=["table", "json"], default="table",
                    help="table (default) or json; a batch prints JSON Lines or one table")
     p.set_defaults(func=run)
@@ -206,7 +210,12 @@ def _estimate(sc, a, gpu: str | None = None) -> dict:
         raise VramplanError("no GPU given: the scenario has no \"gpu\"; add one or pass "
                             "--gpu ID (see `vramplan gpus`)")
     check_lora_targets(sc)
-    return _maybe_calibrate(estimate(sc).to_dict(), a.calibrate)
+    est = estimate(sc)
+    out = est.to_dict()
+    if getattr(a, "advise", False):
+        from ..advisor import recommendations
+        out["recommendations"] = [r.to_dict() for r in recommendations(sc, est.gpu, est=est)]
+    return _maybe_calibrate(out, a.calibrate)
 
 
 def _maybe_calibrate(e: dict, calibrate: bool) -> dict:
@@ -316,6 +325,11 @@ def render_table(e: dict) -> str:
             lines.append(f"  <= {bw['max_tokens_per_s']:.0f} tokens/s (memory-bound)")
     if e.get("calibration_summary"):
         lines += ["", f"calibration: {e['calibration_summary']}"]
+    if e.get("recommendations"):
+        lines += ["", "recommendations (best bytes saved per cost first; `vramplan advise` for "
+                      "plans):"]
+        lines += [f"  {r['id']:24} saves {r['saves_bytes'] / GiB:8.2f} GiB  cost score "
+                  f"{r['cost']['score']:.2f}  {r['title']}" for r in e["recommendations"]]
     if e.get("notes"):
         lines.append("")
         lines += [f"note: {n}" for n in e["notes"]]

@@ -1,0 +1,133 @@
+"""The advisor: what to change so that a plan fits, and what each change costs.
+
+    from vramplan.advisor import advise
+    a = advise({"model": "meta-llama/Llama-3.1-8B", "task": "train", "batch_size": 4,
+                "seq_len": 4096, "gpu": "nvidia-rtx-4090"}, headroom="5%")
+    a.recommendations   # single changes, best bytes-saved-per-cost first (recommend.py)
+    a.plans             # combinations that fit with the headroom, cheapest first (solver.py)
+    a.to_dict()         # the JSON of `vramplan advise`
+
+Every figure of memory is `estimate`'s: a recommendation's `saves_bytes` is the device used
+of the plan minus that of the changed plan; every plan re-estimates to fit with the headroom.
+Costs and their sources: `data/costs.toml`; how to switch each change on: `data/how.toml`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..errors import VramplanError
+from ..estimate import estimate
+from .costs import Cost
+from .explore import growth, gpu_table
+from .levers import LEVERS, Ctx, Lever
+from .recommend import Recommendation, context, recommend
+from .solver import Plan, choose, fits_with, more_gpus, one_gpu
+
+__all__ = ["advise", "Advice", "recommend", "recommendations", "context", "parse_headroom",
+           "Recommendation", "Plan", "Cost", "Lever", "LEVERS", "Ctx", "DEFAULT_HEADROOM"]
+
+DEFAULT_HEADROOM = 0.05
+
+
+def parse_headroom(value) -> tuple[float, int]:
+    """'10%' / 0.1 -> (0.10, 0); '2GiB' / 2147483648 -> (0, bytes): a share of usable memory
+    or a fixed number of bytes to leave free."""
+    from ..units import UnitError, parse_bytes
+    if value is None:
+        return DEFAULT_HEADROOM, 0
+    if isinstance(value, bool):
+        raise VramplanError(f"headroom: expected a share ('10%', 0.1) or a size ('2GiB'), "
+                            f"got {value!r}")
+    if isinstance(value, float) and 0 <= value < 1:
+        return float(value), 0
+    text = str(value).strip()
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*%", text)
+    if m:
+        f = float(m.group(1)) / 100
+        if not 0 <= f < 1:
+            raise VramplanError(f"headroom: {text} is not between 0% and 100%")
+        return f, 0
+    try:
+        return 0.0, parse_bytes(value if isinstance(value, int) else text)
+    except UnitError as exc:
+        raise VramplanError(f"headroom: {exc}; give a share ('10%') or a size ('2GiB')") \
+            from None
+
+
+def limit_for(usable, headroom) -> int:
+    frac, nbytes = headroom
+    return usable - (usable * frac if frac else nbytes) if not hasattr(usable, "astype") \
+        else (usable - (usable * frac if frac else nbytes)).astype("int64")
+
+
+@dataclass
+class Advice:
+    scenario: object
+    estimate: object
+    headroom: tuple
+    limit_bytes: int
+    recommendations: list = field(default_factory=list)
+    plans: list = field(default_factory=list)
+    gpus: list = field(default_factory=list)
+    growth: dict = field(default_factory=dict)
+
+    @property
+    def fits(self) -> bool:
+        return fits_with(self.estimate, self.limit_bytes)
+
+    def to_dict(self, full: bool = True) -> dict:
+        frac, nbytes = self.headroom
+        return {"scenario": self.scenario.to_dict(), "gpu": self.estimate.gpu.id,
+                "device_used_bytes": int(self.estimate.device_used_bytes),
+                "usable_bytes": int(self.estimate.gpu.usable_bytes),
+                "headroom": {"share": frac, "bytes": int(nbytes)},
+                "limit_bytes": int(self.limit_bytes), "fits": self.fits,
+                "recommendations": [r.to_dict(full) for r in self.recommendations],
+                "plans": [p.to_dict(full) for p in self.plans],
+                "growth": self.growth, "gpus": self.gpus}
+
+
+def _scenario(s):
+    from ..scenario import Scenario
+    return s if isinstance(s, Scenario) else Scenario.from_dict(s)
+
+
+def recommendations(scenario, gpu=None, *, headroom=None, est=None) -> list[Recommendation]:
+    """The ranked single changes for a plan (what `estimate --advise` fills in)."""
+    from ..hardware import get_gpu
+    sc = _scenario(scenario)
+    dev = get_gpu(gpu or sc.gpu) if not hasattr(gpu, "usable_bytes") else gpu
+    ctx = context(sc, dev, est, limit_for(dev.usable_bytes, parse_headroom(headroom)))
+    return recommend(ctx)
+
+
+def advise(scenario, gpu=None, *, headroom=None, gpu_kind: str | None = None,
+           max_gpus: int = 512, gpu_table_too: bool = True, grow: bool = True) -> Advice:
+    """Recommendations, plans that fit with the headroom (default 5% of usable memory),
+    every GPU of the database that holds the plan unchanged or with one change, and for a plan
+    that fits, how far it can grow. `gpu_kind`: the GPU the plans are for (default the
+    scenario's)."""
+    from ..hardware import get_gpu
+    sc = _scenario(scenario)
+    if gpu_kind:
+        sc = sc.replace(gpu=get_gpu(gpu_kind).id)
+    name = gpu_kind or gpu or sc.gpu
+    if not name:
+        raise VramplanError("no GPU given: the scenario has no \"gpu\"; add one or pass "
+                            "--gpu-kind ID (see `vramplan gpus`)")
+    dev = get_gpu(name) if not hasattr(name, "usable_bytes") else name
+    hr = parse_headroom(headroom)
+    limit = int(limit_for(dev.usable_bytes, hr))
+    est = estimate(sc, dev, with_max_batch=False)
+    ctx = context(sc, dev, est, limit)
+    recs = recommend(ctx)
+    adv = Advice(sc, est, hr, limit, recs)
+    if not fits_with(est, limit):
+        plans = one_gpu(ctx, recs, limit) + more_gpus(ctx, recs, limit, max_gpus)
+        adv.plans = choose(plans, sc.parallel.gpus)
+    elif grow:
+        adv.growth = growth(ctx, limit)
+    if gpu_table_too:
+        adv.gpus = gpu_table(ctx, recs, lambda u: limit_for(u, hr))
+    return adv

@@ -1,0 +1,257 @@
+"""Recommendations for one plan on one GPU: every lever that applies, with the bytes it saves
+(device used of the plan minus device used of the changed plan, both by `estimate`), what it
+costs and where the cost figure comes from, ranked by bytes saved per unit of cost.
+
+A change the validator refuses, that changes nothing, or that saves nothing is dropped. For a
+serving engine, whose pool takes what the other tensors leave (device used stays near
+gpu_memory_utilization x memory), a change is kept when it frees pool room: its `gains` say
+how many more full-length requests fit (`increases_memory` when device used goes up).
+"""
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, field, replace
+
+from ..errors import ScenarioError
+from ..estimate import estimate
+from . import costs as C
+from .levers import BY_ID, LEVERS, Ctx, Lever
+
+
+MIN_BENEFIT = 1 << 20      # a change that frees less than 1 MiB is noise, not advice
+
+
+@functools.lru_cache(maxsize=1)
+def _how() -> dict:
+    return tomllib.loads((C.DATA / "how.toml").read_text(encoding="utf-8"))
+
+
+def how_for(lever: Lever) -> dict:
+    return dict(_how().get(lever.how or lever.id, {}))
+
+
+@dataclass
+class Recommendation:
+    id: str
+    title: str
+    changes: dict
+    scenario: object
+    estimate: object
+    saves_bytes: int
+    cost: C.Cost
+    how: dict
+    gains: dict = field(default_factory=dict)
+    benefit_bytes: int = 0
+    lever: Lever | None = None
+
+    @property
+    def increases_memory(self) -> bool:
+        return self.saves_bytes < 0
+
+    @property
+    def ratio(self) -> float:
+        return self.benefit_bytes / max(self.cost.score, C.table()["ranking"]["min_cost"])
+
+    def to_dict(self, full: bool = True) -> dict:
+        out = {"id": self.id, "title": self.title, "saves_bytes": int(self.saves_bytes),
+               "increases_memory": self.increases_memory, "cost": self.cost.to_dict(),
+               "changes": self.changes, "how": self.how, "source": list(self.cost.sources),
+               "fits": bool(self.estimate.fits)}
+        if self.gains:
+            out["gains"] = self.gains
+        if full:
+            out["scenario"] = self.scenario.to_dict()
+            out["estimate"] = self.estimate.to_dict()
+        else:
+            out["device_used_bytes"] = int(self.estimate.device_used_bytes)
+        return out
+
+
+def context(sc, dev, est=None, limit: int | None = None) -> Ctx:
+    from ..sweep import spec_of
+    est = est or estimate(sc, dev, with_max_batch=False)
+    ctx = Ctx(sc, dev, spec_of(sc), est)
+    ctx.limit = dev.usable_bytes if limit is None else int(limit)
+    return ctx
+
+
+def one_gpu_sizes(ctx: Ctx) -> C.Sizes:
+    """Model-state and activation totals of the plan on one GPU (cached on the context)."""
+    got = getattr(ctx, "_sizes", None)
+    if got is None:
+        sc = ctx.sc
+        if sc.parallel.gpus > 1 or sc.offload:
+            try:
+                sc = sc.replace(parallel={}, offload=[])
+            except ScenarioError:
+                pass
+        est1 = ctx.est if sc is ctx.sc else estimate(sc, ctx.dev, with_max_batch=False)
+        got = C.sizes_of(est1)
+        ctx._sizes = got
+    return got
+
+
+def _per_seq_bytes(est) -> int:
+    kv = est.components.get("kv_cache", 0)
+    toks = est.bandwidth.get("kv_pool_tokens") or 0
+    sv = est.scenario.serving
+    return int(kv / toks * sv.max_model_len) if toks and sv else 0
+
+
+def evaluate(ctx: Ctx, lever: Lever) -> Recommendation | None:
+    """The recommendation `lever` makes for this plan, or None where it does not apply."""
+    got = lever.make(ctx)
+    if got is None:
+        return None
+    title, changes = got
+    try:
+        sc2 = ctx.sc.replace(**changes)
+    except ScenarioError:
+        return None
+    if sc2 == ctx.sc:
+        return None
+    try:
+        est2 = estimate(sc2, ctx.dev, with_max_batch=False)
+    except ScenarioError:
+        return None
+    saves = int(ctx.est.device_used_bytes - est2.device_used_bytes)
+    gains, benefit = {}, saves
+    if est2.footprint.batch_capacity is not None or ctx.est.footprint.batch_capacity is not None:
+        before, after = ctx.est.max_batch_size or 0, est2.max_batch_size or 0
+        if after != before:
+            gains = {"max_batch_size": [before, after]}
+        benefit = saves + (after - before) * _per_seq_bytes(est2 if after else ctx.est)
+        if after < before and saves <= 0:
+            return None
+    if benefit < MIN_BENEFIT:
+        return None
+    cost = cost_of(ctx, lever, sc2, est2)
+    return Recommendation(lever.id, title, changes, sc2, est2, saves, cost, how_for(lever),
+                          gains, benefit, lever)
+
+
+def recommend(ctx: Ctx, levers=LEVERS) -> list[Recommendation]:
+    """Every lever that applies, ranked by bytes saved per unit of cost (best first)."""
+    out = [r for r in (evaluate(ctx, lv) for lv in levers) if r is not None]
+    out = [r for r in out if not any(_dominates(o, r) for o in out if o is not r)]
+    out.sort(key=lambda r: (-r.ratio, -r.benefit_bytes, r.id))
+    return out
+
+
+def _dominates(b: Recommendation, a: Recommendation) -> bool:
+    """b makes part of a's change (a's change = b's + more) and saves as much for no more:
+    a is pointless (offloading activations that full checkpointing already freed)."""
+    part = all(a.changes.get(k) == v for k, v in b.changes.items()) and \
+        len(b.changes) < len(a.changes)
+    return part and b.benefit_bytes >= a.benefit_bytes and b.cost.score <= a.cost.score
+
+
+# ---- costs ------------------------------------------------------------------------------------
+
+def _selective_share(ctx: Ctx) -> float:
+    a = C.arch_of(ctx.spec)
+    s = int(ctx.sc.seq_len or 0)
+    if a is None or not s:
+        return 0.0
+    return 4 * s / (3 * (24 * a.hidden + 4 * s))
+
+
+def comm_bytes(sc, spec, sizes: C.Sizes) -> float:
+    """Bytes each GPU sends per step for the plan's layout (module doc of costs.py)."""
+    p = sc.parallel
+    training = sc.task in ("train", "lora", "qlora")
+    ga = int(sc.gradient_accumulation or 1)
+    out = 0.0
+    mp = max(1, p.tensor * p.pipeline)
+    g = p.shard_group
+    if training and g > 1:
+        out += (3 if p.zero >= 3 else 2) * (g - 1) / g * sizes.gradients / mp
+    a = C.arch_of(spec)
+    if a is None:
+        return out
+    pb = 4 if sc.precision_for("default") in ("fp32", "tf32") else 2
+    tokens = int(sc.batch_size) * int(sc.seq_len or 1) / max(1, p.context)
+    if sc.task == "serve" and sc.serving is not None:
+        tokens = sc.serving.max_num_seqs             # one decode step
+    layers = a.total_layers / max(1, p.pipeline)
+    if p.tensor > 1:
+        t = p.tensor
+        out += (4 if training else 2) * layers * 2 * (t - 1) / t * tokens * a.hidden * pb * ga
+    if p.pipeline > 1:
+        out += (2 if training else 1) * tokens * a.hidden * pb * ga
+    if p.context > 1:
+        c = p.context
+        kv = 2 * a.kv_heads * a.head_dim
+        out += (3 if training else 1) * layers * tokens * kv * pb * (c - 1) * ga
+    return out
+
+
+def host_bytes(ctx: Ctx, lever: Lever, sc2, est2) -> float:
+    """Bytes over the host link per step that an offload change adds (module doc)."""
+    sz = one_gpu_sizes(ctx)
+    p = sc2.parallel
+    div = max(1, p.shard_group * p.tensor * p.pipeline)
+    ga = int(sc2.gradient_accumulation or 1)
+    what = lever.id
+    if what == "offload-optimizer":
+        return (sz.gradients + sz.weight16) / div
+    if what == "offload-params":
+        given = est2.bandwidth.get("host_link_bytes_per_step")
+        if given:
+            return float(given)
+        return (2 * sz.weight16 * ga + sz.gradients) / div
+    if what == "offload-activations":
+        keep = est2.components.get("activations", 0)
+        try:
+            kept = estimate(sc2.replace(offload=[o for o in sc2.offload if o != "activations"]),
+                            ctx.dev, with_max_batch=False).components.get("activations", 0)
+        except ScenarioError:
+            kept = keep
+        return 2.0 * max(kept - keep, 0) * ga
+    if what == "offload-gradients":
+        return sz.gradients / div
+    if what == "model-cpu-offload":
+        return float(sz.weights)
+    return 0.0
+
+
+def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
+    """The Cost of applying `lever` to the plan (giving sc2, estimated as est2)."""
+    cost = C.of(lever.cost)
+    step = C.step_time(est2, ctx.spec) or C.step_time(ctx.est, ctx.spec)
+    cost = replace(cost, step_time_s=step, gpus=sc2.parallel.gpus)
+    if lever.id == "checkpointing-selective":
+        cost = replace(cost, compute_share=_selective_share(ctx))
+    elif lever.id == "checkpointing-full" and ctx.sc.checkpointing == "selective":
+        cost = replace(cost, compute_share=max(0.0, cost.compute_share - _selective_share(ctx)))
+    elif lever.id == "offload-activations" and ctx.sc.checkpointing != "full":
+        cost = cost + replace(C.of("full-recompute"), step_time_s=step)
+    if lever.id.startswith("micro-batch"):
+        extra = (sc2.gradient_accumulation - ctx.sc.gradient_accumulation) * 3 * \
+            ctx.est.components.get("weights", 0)
+        bw = float(ctx.dev.bandwidth_gbs) * float(ctx.dev.achievable_bandwidth_fraction or 0.9)
+        cost = replace(cost, host_time_s=0.0, compute_share=C.transfer_time(extra, bw) / step
+                       if step else 0.0)
+    if sc2.parallel != ctx.sc.parallel:
+        sz = one_gpu_sizes(ctx)
+        delta = comm_bytes(sc2, ctx.spec, sz) - comm_bytes(ctx.sc, ctx.spec, sz)
+        if delta > 0:
+            gbs, name = C.peer_link(ctx.dev, sc2.parallel.gpus)
+            cost = replace(cost, communication_bytes_per_step=int(delta), link=name,
+                           communication_time_s=C.transfer_time(delta, gbs))
+        if sc2.parallel.pipeline > ctx.sc.parallel.pipeline:
+            bubble = (sc2.parallel.pipeline - 1) / max(1, sc2.gradient_accumulation)
+            cost = replace(cost, compute_share=cost.compute_share + bubble,
+                           notes=cost.notes + ("1F1B bubble (p - 1) / m; more micro-batches "
+                                               "(gradient accumulation) shrink it",))
+    if lever.cost == "offload" or lever.id == "model-cpu-offload":
+        nb = host_bytes(ctx, lever, sc2, est2)
+        gbs, name = C.host_link(ctx.dev)
+        cost = replace(cost, host_bytes_per_step=int(nb), host_link=name,
+                       host_time_s=C.transfer_time(nb, gbs))
+    return cost
+
+
+__all__ = ["Recommendation", "recommend", "evaluate", "context", "cost_of", "comm_bytes",
+           "host_bytes", "how_for", "BY_ID"]

@@ -1,0 +1,116 @@
+"""`vramplan advise`: what to change so that a plan fits, and what each change costs.
+
+    vramplan advise --scenario plan.json [--headroom 10%] [--gpu-kind ID] [--format json|table]
+
+JSON: {"recommendations": [{"id", "title", "saves_bytes", "cost", "scenario", "estimate",
+"how", "source", ...}], "plans": [{"changes", "scenario", "estimate", "cost", ...}], "gpus":
+[...], "growth": {...}, ...}: recommendations best bytes-saved-per-cost first, plans cheapest
+first. Bad input: one line `vramplan: error: ...`, exit 2.
+"""
+from __future__ import annotations
+
+from ..errors import VramplanError
+from ._output import dump_json, emit, table
+
+GiB = 2**30
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "advise", help="what to change so that a plan fits, and what it costs",
+        description="Recommendations for one scenario on its GPU (each with the bytes it "
+                    "saves, its cost in compute, communication, host transfers and accuracy "
+                    "risk, a source and a how-to), plans that fit with a headroom (one GPU "
+                    "and more GPUs of the same kind), every GPU of the database that holds "
+                    "the plan unchanged or with one change, and for a plan that fits, how far "
+                    "it can grow.")
+    p.add_argument("--scenario", metavar="FILE", required=True,
+                   help="a scenario file holding one scenario (JSON object)")
+    p.add_argument("--gpu-kind", metavar="ID", help="the GPU the plans are for (default: the "
+                   "scenario's `gpu`); see `vramplan gpus`")
+    p.add_argument("--headroom", metavar="SHARE|SIZE", default="5%",
+                   help="memory to leave free: a share of usable memory ('10%%') or a size "
+                        "('2GiB'); default 5%%")
+    p.add_argument("--max-gpus", type=int, default=512, metavar="N",
+                   help="the most GPUs a plan may use (default 512)")
+    p.add_argument("--no-gpu-table", action="store_true",
+                   help="skip the table of every GPU in the database")
+    p.add_argument("--format", choices=["table", "json"], default="table",
+                   help="table (default) or json")
+    p.set_defaults(func=run)
+
+
+def load_one(path: str):
+    """The one Scenario of a scenario file (a file of several is refused)."""
+    from ..scenario import load_scenarios
+    items = load_scenarios(path)
+    if not items:
+        raise VramplanError(f"scenario file '{path}' holds no scenario")
+    if len(items) > 1:
+        raise VramplanError(f"scenario file '{path}' holds {len(items)} scenarios; advise "
+                            "takes one")
+    if isinstance(items[0], Exception):
+        raise items[0]
+    return items[0]
+
+
+def run(a) -> int:
+    from ..advisor import advise
+    if a.max_gpus < 1:
+        raise VramplanError("--max-gpus must be >= 1")
+    sc = load_one(a.scenario)
+    adv = advise(sc, headroom=a.headroom, gpu_kind=a.gpu_kind, max_gpus=a.max_gpus,
+                 gpu_table_too=not a.no_gpu_table)
+    emit(dump_json(adv.to_dict()) if a.format == "json" else render(adv))
+    return 0
+
+
+def _g(n) -> str:
+    return "-" if n is None else f"{n / GiB:.2f}"
+
+
+def _cost(c) -> str:
+    parts = []
+    if c.compute_share:
+        parts.append(f"+{c.compute_share:.0%} compute")
+    if c.communication_time_s:
+        parts.append(f"{c.communication_bytes_per_step / 1e9:.1f} GB comm "
+                     f"({c.communication_time_s * 1e3:.0f} ms)")
+    if c.host_time_s:
+        parts.append(f"{c.host_bytes_per_step / 1e9:.1f} GB host "
+                     f"({c.host_time_s * 1e3:.0f} ms)")
+    if c.accuracy_risk != "none":
+        parts.append(f"{c.accuracy_risk} accuracy risk")
+    if c.changes_job:
+        parts.append("changes the job")
+    return ", ".join(parts) or "free"
+
+
+def render(adv) -> str:
+    e, g = adv.estimate, adv.estimate.gpu
+    lines = [f"{adv.scenario.model or adv.scenario.task} ({adv.scenario.task}) on {g.name}: "
+             f"{_g(e.device_used_bytes)} GiB of {_g(g.usable_bytes)} GiB usable; limit with "
+             f"headroom {_g(adv.limit_bytes)} GiB -> {'fits' if adv.fits else 'does not fit'}",
+             ""]
+    if adv.recommendations:
+        rows = [[i, r.id, _g(r.saves_bytes), "yes" if r.estimate.fits else "no", _cost(r.cost),
+                 r.title] for i, r in enumerate(adv.recommendations, 1)]
+        lines += ["recommendations (best bytes saved per cost first):",
+                  table(rows, ["#", "id", "saves GiB", "fits", "cost", "change"], "rllrll"), ""]
+    if adv.plans:
+        rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost),
+                 " + ".join(c["title"] for c in p.changes)] for i, p in enumerate(adv.plans, 1)]
+        lines += [f"plans that fit with the headroom (cheapest first, on {g.id}):",
+                  table(rows, ["#", "GPUs", "used GiB", "cost", "changes"], "rrrll"), ""]
+    elif not adv.fits:
+        lines += ["no plan found that fits with the headroom", ""]
+    if adv.growth:
+        lines += ["room to grow (leaving the headroom): " +
+                  ", ".join(f"{k} {v}" for k, v in adv.growth.items()), ""]
+    if adv.gpus:
+        fit = [r["gpu"] for r in adv.gpus if r["fits"]]
+        one = [f"{r['gpu']} ({r['with_one_change']['id']})" for r in adv.gpus
+               if not r["fits"] and r["with_one_change"]]
+        lines.append(f"GPUs that hold it unchanged ({len(fit)}): {', '.join(fit) or '-'}")
+        lines.append(f"GPUs that hold it with one change ({len(one)}): {', '.join(one) or '-'}")
+    return "\n".join(lines).rstrip()

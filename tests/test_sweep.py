@@ -1,0 +1,195 @@
+"""vramplan.sweep: every point of a grid equals `estimate` for that point, to the byte (device
+used, reserved, allocated, fit, max batch), on every GPU of the database; grid syntax; how
+many GPUs of each kind; the CLI."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from vramplan.estimate import MAX_BATCH_CAP, estimate
+from vramplan.hardware import default_db
+from vramplan.sweep import curve, engine, gpus_needed, max_batch, parse_values, sweep
+from vramplan.sweep.grid import parse_vary
+
+ALL = [d.id for d in default_db().devices]
+# a spread of GPUs: pre-Ampere (legacy stack), Ampere..Blackwell, AMD, Apple, TPU
+SOME = ["nvidia-v100-sxm2-32gb", "nvidia-t4", "nvidia-rtx-3060-12gb", "nvidia-rtx-4090",
+        "nvidia-a100-sxm4-80gb", "nvidia-h100-sxm5-80gb", "nvidia-b200-sxm", "amd-mi300x",
+        "apple-m3-max", "google-tpu-v5e"]
+
+GRIDS = [
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "train", "seq_len": 1024},
+     {"batch_size": "1..3", "checkpointing": "none,full", "gpu": "all"}),
+    ({"model": "gpt2", "task": "train"},
+     {"batch_size": "1,8", "precision": "fp32,bf16-mixed,fp16-mixed", "gpu": "all"}),
+    ({"model": "Qwen/Qwen2.5-7B", "task": "lora"},
+     {"seq_len": "512,2048", "parallel.gpus": "1,2", "gpu": SOME}),
+    ({"model": "gpt2", "task": "serve"}, {"batch_size": "16,64", "gpu": "all"}),
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "generate"},
+     {"batch_size": "1,4", "attention": "eager,sdpa", "gpu": SOME}),
+    ({"model": "bert-base-uncased", "task": "train", "seq_len": 256},
+     {"batch_size": "1..4", "gpu": SOME}),
+    ({"model": "torchvision/resnet18", "task": "train"},
+     {"batch_size": "1,16", "precision": "fp32,bf16-mixed", "gpu": SOME}),
+    ({"model": "stable-diffusion-v1-5/stable-diffusion-v1-5", "task": "denoise"},
+     {"batch_size": "1,2", "resolution": "512x512,768x768", "gpu": SOME}),
+    ({"task": "volume"}, {"batch_size": "1,2", "resolution": "128..512:x2", "gpu": "all"}),
+    ({"task": "array", "arrays": [{"name": "a", "shape": [4096, 4096]}]},
+     {"copies": "1,2", "gpu": SOME}),
+    ({"task": "render"}, {"msaa": "1,4", "gpu": SOME}),
+]
+
+
+def _point(base, row, axes):
+    d = json.loads(json.dumps(base))
+    for k in axes:
+        if k == "gpu":
+            continue
+        if "." in k:
+            head, sub = k.split(".", 1)
+            d.setdefault(head, {})[sub] = row[k]
+        else:
+            d[k] = row[k]
+    d["gpu"] = row["gpu"]
+    return d
+
+
+@pytest.mark.parametrize("base, vary", GRIDS, ids=[f"{b.get('model', b['task'])}-{b['task']}"
+                                                     for b, _ in GRIDS])
+def test_every_point_equals_estimate(base, vary):
+    r = sweep(base, vary, with_max_batch=True)
+    assert r.size == len(list(r.rows())) > 0
+    for row in r.rows():
+        d = _point(base, row, vary)
+        e = estimate(d)
+        assert "error" not in row, row
+        assert row["device_used_bytes"] == e.device_used_bytes, (d, row)
+        assert row["peak_reserved_bytes"] == e.peak_reserved_bytes, (d, row)
+        assert row["peak_allocated_bytes"] == e.peak_allocated_bytes, (d, row)
+        assert row["fits"] == e.fits, (d, row)
+        assert row["headroom_bytes"] == e.headroom_bytes, (d, row)
+        assert row["max_batch_size"] == e.max_batch_size, (d, row)
+
+
+def test_refused_points_are_errors_there_and_in_estimate():
+    r = sweep({"model": "gpt2", "task": "train"}, {"seq_len": "512,2048"},
+              gpus=["nvidia-rtx-4090"])
+    rows = list(r.rows())
+    assert "error" not in rows[0]
+    assert "1024 positions" in rows[1]["error"]       # learned positions: refused by from_dict
+
+
+def test_a_training_plan_over_the_database_needs_few_footprints():
+    # the footprint reads the compute capability only to ask "pre-Ampere software stack?"
+    eng = engine()
+    r = sweep({"model": "meta-llama/Llama-3.1-8B", "task": "train"}, {"gpu": "all"}, eng=eng)
+    assert len(r.gpus) == len(ALL)
+    assert r.footprint_calls <= 3
+
+
+def test_max_batch_on_every_gpu_equals_estimate():
+    d = {"model": "gpt2", "task": "train", "seq_len": 512}
+    mb = max_batch({**d, "gpu": ALL[0]}, gpus=ALL)
+    for i, g in enumerate(ALL):
+        want = estimate({**d, "gpu": g}).max_batch_size
+        got = int(mb[i])
+        assert (None if got >= MAX_BATCH_CAP else got) == want, g
+
+
+def test_max_batch_fits_and_one_more_does_not():
+    d = {"model": "bert-large-uncased", "task": "train", "seq_len": 512}
+    mb = max_batch({**d, "gpu": "nvidia-rtx-4090"}, gpus=["nvidia-rtx-4090"])
+    b = int(mb[engine().index["nvidia-rtx-4090"]])
+    assert b > 1
+    assert estimate({**d, "batch_size": b, "gpu": "nvidia-rtx-4090"}).fits
+    assert not estimate({**d, "batch_size": b + 1, "gpu": "nvidia-rtx-4090"}).fits
+
+
+def test_memory_grows_with_the_batch_curve():
+    c = curve({"model": "gpt2", "task": "train", "gpu": "nvidia-h100-sxm5-80gb"},
+              "batch_size", "1..32")
+    used = [u for _, u in c]
+    assert [v for v, _ in c] == list(range(1, 33))
+    assert all(b >= a for a, b in zip(used, used[1:]))
+    assert used[-1] > used[0]
+
+
+def test_grid_values():
+    assert parse_values("batch_size", "1..5") == [1, 2, 3, 4, 5]
+    assert parse_values("batch_size", "1..256:x2") == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert parse_values("seq_len", "512..2048:+512") == [512, 1024, 1536, 2048]
+    assert parse_values("precision", "bf16-mixed,fp32") == ["bf16-mixed", "fp32"]
+    assert parse_values("checkpointing", "all") == ["none", "selective", "full"]
+    assert parse_values("resolution", "512x512,768x1024") == [[512, 512], [768, 1024]]
+    assert parse_values("gpu", "nvidia-h100-sxm5*") == ["nvidia-h100-sxm5-80gb",
+                                                        "nvidia-h100-sxm5-96gb"]
+    assert parse_values("gpu", "all") == ALL
+    assert parse_vary(["batch_size=1..4", "gpu=all"]) == {"batch_size": "1..4", "gpu": "all"}
+
+
+@pytest.mark.parametrize("items, msg", [
+    (["batch_size=9..1"], "empty"), (["bogus=1"], "not a scenario key"),
+    (["batch_size"], "KEY=VALUES"), (["gpu=nope*"], "no GPU id matches"),
+    (["seq_len=1..4", "seq_len=5"], "given twice"), (["optimizer=all", "=3"], "no key"),
+])
+def test_bad_axes_are_one_clear_error(items, msg):
+    from vramplan.errors import VramplanError
+    with pytest.raises(VramplanError, match=msg):
+        axes = parse_vary(items)
+        for k, v in axes.items():
+            parse_values(k, v)
+
+
+def test_gpus_needed_is_the_fewest_that_fit():
+    d = {"model": "meta-llama/Llama-3.1-8B", "task": "train", "seq_len": 2048,
+         "checkpointing": "full"}
+    ids = ["nvidia-rtx-4090", "nvidia-a100-sxm4-40gb", "nvidia-h100-sxm5-80gb"]
+    rows = gpus_needed(d, ids)
+    assert [r["gpu"] for r in rows] == sorted(ids, key=ALL.index)
+    for r in rows:
+        assert r["gpus"] is not None and r["gpus"] > 1       # 8B x 16 B/param > 80 GB
+        e = estimate({**d, "gpu": r["gpu"], "parallel": r["parallel"]})
+        assert e.fits and e.device_used_bytes == r["device_used_bytes"]
+        half = gpus_needed(d, [r["gpu"]], counts=(r["gpus"] // 2,))[0]
+        assert half["gpus"] is None                            # half as many do not fit
+
+
+def test_results_are_numpy_arrays_by_point_and_gpu():
+    r = sweep({"model": "gpt2", "task": "train"}, {"batch_size": "1..4", "gpu": SOME})
+    assert r.used.shape == (4, len(SOME)) and r.used.dtype == np.int64
+    assert (np.diff(r.used, axis=0) >= 0).all()
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "vramplan.cli", *args], capture_output=True,
+                          text=True)
+
+
+def test_cli_sweep_formats(tmp_path):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"}))
+    out = _cli("sweep", "--scenario", str(f), "--vary", "batch_size=1..4", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    assert [p["batch_size"] for p in d["points"]] == [1, 2, 3, 4]
+    e = estimate({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090", "batch_size": 3})
+    assert d["points"][2]["device_used_bytes"] == e.device_used_bytes
+    out = _cli("sweep", "--scenario", str(f), "--vary", "batch_size=1,2", "--vary",
+               "gpu=nvidia-rtx-4090,nvidia-t4", "--format", "csv")
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("batch_size,gpu,peak_allocated_bytes") and len(lines) == 5
+    out = _cli("sweep", "--scenario", str(f), "--vary", "batch_size=1..2", "--max-batch")
+    assert out.returncode == 0 and "max batch" in out.stdout
+
+
+@pytest.mark.parametrize("args", [["--vary", "batch_size=0..2:x2"], ["--vary", "nope=1"],
+                                  [], ["--vary", "seq_len=4096"]])
+def test_cli_sweep_bad_input_is_one_line(tmp_path, args):
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"}))
+    out = _cli("sweep", "--scenario", str(f), *args)
+    assert out.returncode == 2
+    assert out.stderr.startswith("vramplan: error: ") and out.stderr.count("\n") == 1
+    assert "Traceback" not in out.stderr
