@@ -193,3 +193,15 @@ def test_cli_sweep_bad_input_is_one_line(tmp_path, args):
     assert out.returncode == 2
     assert out.stderr.startswith("vramplan: error: ") and out.stderr.count("\n") == 1
     assert "Traceback" not in out.stderr
+
+
+def test_forked_workers_give_the_same_grid():
+    d = {"model": "gpt2", "task": "train"}
+    vary = {"batch_size": "1..6", "checkpointing": "all", "precision": "fp32,bf16-mixed",
+            "gpu": SOME}
+    one = sweep(d, vary, workers=1, with_max_batch=True)
+    two = sweep(d, vary, workers=2, with_max_batch=True)
+    assert one.points == two.points and one.errors == two.errors
+    for a, b in zip((one.used, one.reserved, one.allocated, one.fits, one.max_batch),
+                    (two.used, two.reserved, two.allocated, two.fits, two.max_batch)):
+        assert (a == b).all()

@@ -105,9 +105,13 @@ class SweepResult:
 
 
 def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
-          eng: Engine | None = None) -> SweepResult:
+          eng: Engine | None = None, workers: int | None = None) -> SweepResult:
     """`scenario` (a Scenario or dict) at every point of the grid `vary` ({key: values or
-    the text of `--vary`}; `gpu` among them: the GPUs, else the scenario's or `gpus`)."""
+    the text of `--vary`}; `gpu` among them: the GPUs, else the scenario's or `gpus`).
+
+    `workers`: processes that share a large grid (forked, each with the caches of this one;
+    the rows are independent). None: as many as the CPUs allow (at most 8) for a grid of
+    PARALLEL_ROWS rows or more when called from a single-threaded program, else 1."""
     t0 = time.perf_counter()
     base, make = _maker(scenario)
     given = scenario if isinstance(scenario, dict) else base.to_dict()
@@ -119,31 +123,103 @@ def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
     cols = np.flatnonzero(mask)
     batch = axes.pop("batch_size", None)
     keys = list(axes)
-    n_points = int(np.prod([len(v) for v in axes.values()] or [1])) * len(batch or [None])
+    combos = list(itertools.product(*(axes[k] for k in keys)))
+    n_points = len(combos) * len(batch or [None])
     if n_points * len(cols) > MAX_POINTS:
         raise VramplanError(f"the grid has {n_points * len(cols):,} points; at most "
                             f"{MAX_POINTS:,} (narrow an axis)")
-    shape = (n_points, len(cols))
+    job = _Job(make, given, base, keys, batch, mask, cols, with_max_batch, eng)
+    n = _workers(workers, n_points, len(combos))
+    parts = _parallel(job, combos, n) if n > 1 else [_rows(job, combos)]
+    alloc, res, used, fits = (np.concatenate([p[i] for p in parts]) for i in range(4))
+    mb = np.concatenate([p[4] for p in parts]) if with_max_batch else None
+    points, errors, calls, off = [], {}, 0, 0
+    for p in parts:
+        errors.update({(r + off, c): m for (r, c), m in p[6].items()})
+        off += len(p[5])
+        points += p[5]
+        calls += p[7]
+    arrays = (alloc, res, used, fits, eng.usable[cols], mb)
+    return SweepResult({**axes, **({"batch_size": batch} if batch else {})}, points,
+                       [eng.devices[i].id for i in cols], arrays, errors,
+                       time.perf_counter() - t0, calls)
+
+
+PARALLEL_ROWS = 2000          # below this a grid takes well under a second on one CPU
+MAX_WORKERS = 8
+
+
+class _Job:
+    def __init__(self, make, given, base, keys, batch, mask, cols, with_max_batch, eng):
+        self.make, self.given, self.base, self.keys, self.batch = make, given, base, keys, batch
+        self.mask, self.cols, self.with_max_batch, self.eng = mask, cols, with_max_batch, eng
+
+
+def _workers(workers, n_rows: int, n_combos: int) -> int:
+    import os
+    import threading
+    if workers is not None:
+        return max(1, min(int(workers), n_combos))
+    if n_rows < PARALLEL_ROWS or threading.active_count() > 1 or \
+            threading.current_thread() is not threading.main_thread():
+        return 1
+    try:
+        import multiprocessing as mp
+        mp.get_context("fork")
+    except (ImportError, ValueError):
+        return 1
+    return max(1, min(MAX_WORKERS, (os.cpu_count() or 1) - 1, n_combos))
+
+
+_JOB: _Job | None = None
+
+
+def _part(combos):
+    return _rows(_JOB, combos)
+
+
+def _parallel(job, combos, n: int) -> list:
+    """The rows of `combos` in n forked processes, in order."""
+    global _JOB
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+    step = -(-len(combos) // n)
+    chunks = [combos[i:i + step] for i in range(0, len(combos), step)]
+    _JOB = job
+    try:
+        with ProcessPoolExecutor(max_workers=len(chunks),
+                                 mp_context=mp.get_context("fork")) as ex:
+            return list(ex.map(_part, chunks))
+    finally:
+        _JOB = None
+
+
+def _rows(job: _Job, combos) -> tuple:
+    """(allocated, reserved, used, fits, max batch, points, errors, footprint calls) of the
+    rows of `combos` (each with every batch of the grid)."""
+    eng, cols, mask, batch = job.eng, job.cols, job.mask, job.batch
+    n_rows = len(combos) * len(batch or [None])
+    shape = (n_rows, len(cols))
     alloc, res, used = (np.zeros(shape, dtype=np.int64) for _ in range(3))
     fits = np.zeros(shape, dtype=bool)
-    mb = np.zeros(shape, dtype=np.int64) if with_max_batch else None
+    mb = np.zeros(shape, dtype=np.int64) if job.with_max_batch else None
     points: list[dict] = []
     errors: dict = {}
     calls0 = eng.footprint_calls
     specs: dict = {}
-    for combo in itertools.product(*(axes[k] for k in keys)):
-        point = dict(zip(keys, combo))
+    for combo in combos:
+        point = dict(zip(job.keys, combo))
         combo_mb = None
         try:
-            sc0 = make(changes_for(given, base, point))
+            ch0 = changes_for(job.given, job.base, point)
+            sc0 = job.make(ch0)
         except ScenarioError as exc:
             sc0 = exc
         if not isinstance(sc0, Exception):
             key = (sc0.model, freeze(sc0.architecture))
             spec = specs[key] if key in specs else specs.setdefault(key, spec_of(sc0))
-            ch0 = changes_for(given, base, point)
             variants = BatchVariants(sc0, batch or (),
-                                     make=lambda b, ch0=ch0: make({**ch0, "batch_size": b}))
+                                     make=lambda b, ch0=ch0: job.make({**ch0, "batch_size": b}))
         for b in (batch or [None]):
             r = len(points)
             points.append({**point, "batch_size": b} if b is not None else dict(point))
@@ -166,10 +242,7 @@ def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
                 else:
                     mb[r] = max_batch(sc, mask=mask, eng=eng, spec=spec, base_point=pt)[cols]
                     combo_mb = mb[r].copy() if reuse else None
-    arrays = (alloc, res, used, fits, eng.usable[cols], mb)
-    return SweepResult({**axes, **({"batch_size": batch} if batch else {})}, points,
-                       [eng.devices[i].id for i in cols], arrays, errors,
-                       time.perf_counter() - t0, eng.footprint_calls - calls0)
+    return alloc, res, used, fits, mb, points, errors, eng.footprint_calls - calls0
 
 
 def max_batch(scenario, gpus=None, *, mask=None, limit=None, eng: Engine | None = None,
