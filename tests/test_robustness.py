@@ -15,7 +15,8 @@ acceptable outcome is a ScenarioError naming a key. Otherwise the estimate must 
 - allocated <= reserved <= device_used; fits == (device_used <= usable memory);
   headroom == usable - device_used;
 - more batch never needs less memory;
-- max_batch_size is a boundary: fits at max_batch_size, not at max_batch_size + 1.
+- max_batch_size is a boundary: fits at max_batch_size, not at max_batch_size + 1 (null: no
+  limit from memory up to the search cap).
 """
 import json
 import os
@@ -268,7 +269,8 @@ def check(e):
     assert set(STANDARD) <= set(comps)
     for k, v in [*comps.items(), *((k, pg[k]) for k in pg if k != "components")]:
         assert is_byte_int(v), (k, v)
-    assert is_byte_int(d["max_batch_size"]) and isinstance(d["fits"], bool)
+    assert (d["max_batch_size"] is None or is_byte_int(d["max_batch_size"])) \
+        and isinstance(d["fits"], bool)
     assert isinstance(d["headroom_bytes"], int)
     alloc, res, used = (pg[k] for k in ("peak_allocated_bytes", "peak_reserved_bytes",
                                         "device_used_bytes"))
@@ -328,6 +330,10 @@ def test_max_batch_is_the_boundary(d):
     if mb == 0:
         one = attempt({**sc, "batch_size": 1}, with_max_batch=False)
         assert one is None or not one.fits
+        return
+    if mb is None:   # no limit from memory: flat in the batch, or every batch to the cap fits
+        big = attempt({**sc, "batch_size": MAX_BATCH_CAP}, with_max_batch=False)
+        assert big is None or big.fits, (d, mb)
         return
     at = attempt({**sc, "batch_size": mb}, with_max_batch=False)
     assert at is not None and at.fits, (d, mb)

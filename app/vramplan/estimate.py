@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import overhead
+from . import overhead, timing
 from .hardware import traits_of
 from .result import MemoryReport
 from .errors import ScenarioError
@@ -88,8 +88,9 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
         mb = fp.batch_capacity if _fits(used, dev) else 0
     else:
         mb = max_batch_size(sc, dev, spec=spec) if with_max_batch else 0
-    bw = _bandwidth(fp, dev)
-    notes = list(fp.notes) + [
+    mb, mb_notes = _unbounded(mb, sc, dev, spec)
+    bw, bw_notes = _bandwidth(fp, dev)
+    notes = list(fp.notes) + bw_notes + mb_notes + [
         "components sum to peak_allocated_bytes except cuda_context, allocator_slack and other "
         "non-torch keys: reserved = allocated + allocator_slack; device_used = reserved + "
         "cuda_context + nccl/cuda_graphs/paged states"]
@@ -166,21 +167,36 @@ def largest_fitting(fits, used_at, limit: int, cap: int) -> int:
     return lo
 
 
-def _bandwidth(fp: Footprint, dev) -> dict:
-    """Bytes moved and the time / rate they bound, against datasheet and achievable bandwidth.
+def _unbounded(mb, sc, dev, spec):
+    """A search that reached MAX_BATCH_CAP found no limit: max_batch_size is None (JSON null)
+    and a note says whether memory grows with the batch at all."""
+    if mb is None or mb < MAX_BATCH_CAP:
+        return mb, []
+    try:
+        flat = _figures(sc.replace(batch_size=1), dev, spec)[4] == \
+            _figures(sc.replace(batch_size=2), dev, spec)[4]
+    except ScenarioError:
+        flat = False
+    if flat:
+        return None, [f"memory does not grow with batch_size for task '{sc.task}': no batch "
+                      "limit from memory (max_batch_size null)"]
+    return None, [f"every batch up to the search cap {MAX_BATCH_CAP:,} fits: no batch limit "
+                  "from memory found (max_batch_size null)"]
 
-    Keys: bytes_per_step, bytes_per_token (decode), tokens_per_step, datasheet_bandwidth_gbs,
-    achievable_bandwidth_gbs, min_step_time_s (bytes_per_step / achievable), max_tokens_per_s
-    (decode: tokens_per_step / min_step_time_s), min_step_time_datasheet_s."""
+
+def _bandwidth(fp: Footprint, dev) -> tuple[dict, list[str]]:
+    """Bytes moved and the time / rate they bound, and the notes that go with them.
+
+    From the footprint: bytes_per_step, tokens_per_step, bytes_per_token (= bytes_per_step /
+    tokens_per_step where given), flops_per_step + compute_dtype (the compute floor), and the
+    workload's own keys. Added here: datasheet_bandwidth_gbs, achievable_bandwidth_gbs and the
+    roofline of `vramplan.timing` (memory_floor_s, compute_floor_s, min_step_time_s = the larger
+    floor, min_step_time_datasheet_s, bound, arithmetic_intensity, ridge_intensity,
+    attainable_tflops, needed_bandwidth_gbs, max_tokens_per_s and the per-floor token rates;
+    documented in timing.py and docs/accuracy.md)."""
     bw = dict(fp.bandwidth)
     peak = float(dev.bandwidth_gbs) * 1e9
     ach = peak * float(dev.achievable_bandwidth_fraction or 0.9)
     bw["datasheet_bandwidth_gbs"] = round(peak / 1e9, 1)
     bw["achievable_bandwidth_gbs"] = round(ach / 1e9, 1)
-    step = bw.get("bytes_per_step")
-    if step and ach > 0:
-        bw["min_step_time_s"] = step / ach
-        bw["min_step_time_datasheet_s"] = step / peak
-        if bw.get("tokens_per_step"):
-            bw["max_tokens_per_s"] = bw["tokens_per_step"] / (step / ach)
-    return bw
+    return timing.roofline(bw, dev)

@@ -24,8 +24,9 @@ The scenarios:
     render (with and without video sessions), volume and array, several GPUs of
     `vramplan.hardware.default_db()`, batch sizes, sequence lengths, precisions (also
     per-component for diffusion pipelines), optimizers, checkpointing, attention, LoRA,
-    parallel layouts, offload, options and serving. Drafts that `Scenario.from_dict` rejects
-    are skipped and counted.
+    parallel layouts, offload, options and serving. Drafts that `Scenario.from_dict` rejects,
+    or that the estimate refuses (a workload's ScenarioError, e.g. offload 'params' without
+    ZeRO-3), are skipped and counted.
 
 Every estimate is made with the default `with_max_batch=True`, so `max_batch_size` (the
 bisection over the same estimate) is frozen too. Nothing is dropped from `to_dict()`: it holds
@@ -380,9 +381,16 @@ def build() -> tuple[list[str], dict]:
     rows, info = [], {}
     fid = fidelity_inputs()
     gen, rejected = generated_inputs()
+    refused = []
     for label, raw in fid + gen:
         gpu = Scenario.from_dict(raw).gpu
-        rows.append(dumps(estimate_line(label, raw, gpu)))
+        try:
+            rows.append(dumps(estimate_line(label, raw, gpu)))
+        except ScenarioError:   # valid keys the workload refuses (offload 'params' unsharded)
+            if not label.startswith("gen:"):
+                raise
+            refused.append(label)
+    gen = [(label, raw) for label, raw in gen if label not in refused]
     counts = Counter()
     for label, raw in gen:
         _, _, fam, task = label.split(":")
@@ -393,6 +401,7 @@ def build() -> tuple[list[str], dict]:
     if len(gen) < MIN_ACCEPTED:
         raise SystemExit(f"only {len(gen)} generated scenarios accepted (< {MIN_ACCEPTED})")
     info = {"fidelity": len(fid), "generated": len(gen), "rejected": rejected,
+            "refused_by_estimate": len(refused),
             "by_family_task": {f"{f}/{t}": n for (f, t), n in sorted(counts.items())}}
     return rows, info
 

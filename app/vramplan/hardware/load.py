@@ -12,7 +12,7 @@ from ..units import UnitError, bandwidth_gbs as _bus_bandwidth, parse_bytes
 from .model import Device, Source, System, squash
 from .schema import (BANDWIDTH_TOLERANCE, DEVICE_FIELDS, DIFF_FIELDS, FRACTION_FIELDS,
                      MEMORY_TYPES, OWN_SOURCE_FIELDS, SOURCE_FIELDS, SUBTABLES, SYSTEM_FIELDS,
-                     TOP_KEYS, GENERATION_FIELDS)
+                     TOP_KEYS, GENERATION_FIELDS, CAPABILITIES)
 
 
 def read_tree(root, label: str, top: bool = True) -> list[tuple[str, dict]]:
@@ -236,8 +236,9 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
         raise HwdbError(file, did, "compute_capability",
                         f"{cc} has no [[generation]] table (max_threads_per_sm, with a source): "
                         f"add one to the database")
+    caps = {c: gen[0][c] for c in CAPABILITIES if gen and c in gen[0]}
     return Device(
-        max_threads_per_sm=gen[0]["max_threads_per_sm"] if gen else None,
+        max_threads_per_sm=gen[0]["max_threads_per_sm"] if gen else None, capabilities=caps,
         id=did, vendor=t["vendor"], name=t["name"], memory_bytes=t["memory"],
         usable_memory_bytes=t.get("usable_memory"), memory_type=t["memory_type"],
         bus_width_bits=t.get("bus_width_bits"),

@@ -41,6 +41,8 @@ class Device:
     compute_capability: str | None
     compute_units: int | None
     max_threads_per_sm: int | None = None
+    capabilities: dict = field(default_factory=dict)
+    """bf16 / fp8 / flash_attention_2 of the generation (hwdb/generations.toml); {} unknown"""
     hierarchy: dict = field(default_factory=dict)
     throughput: dict = field(default_factory=dict)
     sparse_throughput: dict = field(default_factory=dict)
@@ -79,7 +81,7 @@ class Device:
             "achievable_bandwidth_note": self.achievable_bandwidth_note,
             "architecture": self.architecture, "chip": self.chip,
             "compute_capability": self.compute_capability, "compute_units": self.compute_units,
-            "hierarchy": dict(self.hierarchy), "throughput_tflops_dense": dict(self.throughput),
+            "capabilities": dict(self.capabilities), "hierarchy": dict(self.hierarchy), "throughput_tflops_dense": dict(self.throughput),
             "throughput_tflops_sparse": dict(self.sparse_throughput),
             "interconnect": dict(self.interconnect), "tdp_w": self.tdp_w, "year": self.year,
             "form_factor": self.form_factor, "note": self.note, "aliases": list(self.aliases),
@@ -134,6 +136,18 @@ class DeviceTraits:
     usable_bytes: int
     bandwidth_gbs: float
     achievable_bandwidth_fraction: float
+    throughput: tuple = ()
+    """(dtype, dense TFLOPS) pairs of the datasheet (Device.throughput), sorted"""
+    capabilities: tuple = ()
+    """(capability, bool) pairs of the generation (Device.capabilities), sorted"""
+
+    def tflops(self, dtype: str) -> float | None:
+        """Dense datasheet TFLOPS (TOPS for int8) in `dtype`; None when the database has none."""
+        return dict(self.throughput).get(dtype)
+
+    def supports(self, capability: str) -> bool | None:
+        """bf16 / fp8 / flash_attention_2 of the GPU's generation; None when unknown."""
+        return dict(self.capabilities).get(capability)
 
 
 def traits_of(device) -> DeviceTraits | None:
@@ -145,4 +159,6 @@ def traits_of(device) -> DeviceTraits | None:
         compute_capability=device.compute_capability, compute_units=device.compute_units,
         max_threads_per_sm=device.max_threads_per_sm, usable_bytes=device.usable_bytes,
         bandwidth_gbs=device.bandwidth_gbs,
-        achievable_bandwidth_fraction=device.achievable_bandwidth_fraction)
+        achievable_bandwidth_fraction=device.achievable_bandwidth_fraction,
+        throughput=tuple(sorted((getattr(device, "throughput", None) or {}).items())),
+        capabilities=tuple(sorted((getattr(device, "capabilities", None) or {}).items())))

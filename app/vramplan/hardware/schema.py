@@ -67,5 +67,8 @@ DIFF_FIELDS = {"id": (str, True, None), "field": (str, True, None),
 MEMORY_TYPES = ("HBM2", "HBM2e", "HBM3", "HBM3e", "GDDR6", "GDDR6X", "GDDR7", "GDDR5",
                 "GDDR5X", "LPDDR5", "LPDDR5X")
 TOP_KEYS = {"device", "system", "source", "achievable_bandwidth", "reference_diff", "generation"}
+# capabilities of a generation the estimator checks a plan against (hwdb/generations.toml)
+CAPABILITIES = ("bf16", "fp8", "flash_attention_2")
 GENERATION_FIELDS = {"compute_capability": (str, True, None),
-                     "max_threads_per_sm": (int, True, (32, 8192)), "sources": (list, True, None)}
+                     "max_threads_per_sm": (int, True, (32, 8192)), "sources": (list, True, None),
+                     **{c: (bool, False, None) for c in CAPABILITIES}}

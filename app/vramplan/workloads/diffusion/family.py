@@ -2,6 +2,7 @@
 config decides (resolution, frames, text_len, steps, guidance)."""
 from __future__ import annotations
 
+from ...errors import ScenarioError
 from ...vocab import DIFFUSION_FAMILIES
 from ..family import Family
 
@@ -30,6 +31,66 @@ def scenario_defaults(task: str, spec) -> dict:
         out["steps"] = int(cfg.get("default_steps", 50))
         out["guidance"] = cfg.get("guidance") == "cfg"
     return out
+
+
+# denoiser kinds whose diffusers pipeline rounds a size that is not a multiple down (with a
+# warning) instead of refusing it: FluxPipeline.prepare_latents, 2 * (h // (vae_scale * 2))
+RESIZES = ("flux",)
+
+
+def geometry_rule(spec) -> dict:
+    """What sizes a pipeline takes, from its catalog config (data a form can show):
+    `multiple` (each side of `resolution`: the VAE's downsampling, times the 2x2 patches of a
+    transformer denoiser; diffusers' check_inputs refuses other sizes), `why`, `resizes`
+    (rounds down instead) and, for video, `frames_step` (frames = 1 + a multiple of the VAE's
+    temporal compression: the causal 3-D VAE encodes the first frame alone)."""
+    comps = spec.config["components"]
+    vae = comps["vae"]
+    den = next(c for n, c in comps.items() if n in ("unet", "transformer"))
+    ds = int(vae.get("downsample", 8))
+    if den["kind"] == "unet":
+        mult, why = ds, f"the VAE downsamples by {ds}"
+    else:
+        p = int(den.get("patch", 2))
+        mult, why = ds * p, f"the VAE downsamples by {ds} and the transformer takes {p}x{p} patches"
+    rule = {"multiple": mult, "why": why, "resizes": den["kind"] in RESIZES}
+    if spec.config.get("video"):
+        rule["frames_step"] = int(vae.get("temporal_compression", 1))
+    return rule
+
+
+def _nearest(v: int, m: int) -> str:
+    lo, hi = v // m * m, -(-v // m) * m
+    return f"{hi}" if lo < m else f"{lo} or {hi}"
+
+
+def check_geometry(spec, resolution, frames) -> tuple[int, int, list[str]]:
+    """(height, width the pipeline runs at, notes) for the scenario's `resolution` and
+    `frames`; ScenarioError naming the key and the nearest valid values for sizes the pipeline
+    refuses (diffusers check_inputs), a note for sizes it rounds down."""
+    rule = geometry_rule(spec)
+    m = rule["multiple"]
+    h, w = int(resolution[-2]), int(resolution[-1])
+    notes: list[str] = []
+    bad = [v for v in (h, w) if v % m]
+    if bad:
+        if rule["resizes"] and min(h, w) >= m:
+            h2, w2 = h // m * m, w // m * m
+            notes.append(f"resolution {h}x{w} is not a multiple of {m} ({rule['why']}): the "
+                         f"pipeline rounds it down and runs at {h2}x{w2}")
+            h, w = h2, w2
+        else:
+            near = "; ".join(f"{v} -> {_nearest(v, m)}" for v in dict.fromkeys(bad))
+            raise ScenarioError("resolution", f"must be a multiple of {m} for {spec.id} "
+                                              f"({rule['why']}): nearest valid {near}")
+    step = rule.get("frames_step")
+    if step and frames is not None and (int(frames) - 1) % step:
+        f = int(frames)
+        lo, hi = (f - 1) // step * step + 1, -(-(f - 1) // step) * step + 1
+        raise ScenarioError("frames", f"must be 1 + a multiple of {step} for {spec.id} (its "
+                                      f"causal VAE compresses time by {step} after the first "
+                                      f"frame): nearest valid {lo} or {hi}")
+    return h, w, notes
 
 
 FAMILY = Family(name="diffusion", families=DIFFUSION_FAMILIES,

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 from ... import optimizers
 from ... import precision as P
-from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS  # noqa: F401
+from ...hardware.capabilities import plan_warnings
+from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS, check_geometry  # noqa: F401
+from .flops import denoiser_flops
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
                               vae3d_decode)
@@ -77,10 +79,21 @@ def _lora_params(den: dict, rank: int, n_targets: int) -> int:
     return rank * 2 * den["hidden"] * layers * n_targets * (2 if den.get("joint_text") else 1)
 
 
-def _geometry(scenario, cfg):
-    h, w = int(scenario.resolution[-2]), int(scenario.resolution[-1])
+def _geometry(scenario, spec):
+    """(height, width, frames) the pipeline runs at, and notes; refuses sizes it cannot take."""
+    cfg = spec.config
     frames = int(scenario.frames) if cfg.get("video") else 1
-    return h, w, frames
+    h, w, notes = check_geometry(spec, scenario.resolution,
+                                 frames if cfg.get("video") else None)
+    return h, w, frames, notes
+
+
+def _compute_dtype(prec: str) -> str:
+    """Denoiser matmul type: quantised weights (nf4 / int8 / fp8 storage, layerwise casting)
+    are dequantised into the bf16 compute dtype of the pipeline."""
+    if P.is_quantized(prec):
+        return "bf16"
+    return {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "fp16-mixed": "fp16"}.get(prec, "bf16")
 
 
 def footprint(scenario, spec, device) -> Footprint:
@@ -90,16 +103,17 @@ def footprint(scenario, spec, device) -> Footprint:
     opts = set(scenario.options or ())
     offload_model = "model" in set(scenario.offload or ())
     b = int(scenario.batch_size)
-    h, w, frames = _geometry(scenario, cfg)
+    h, w, frames, notes = _geometry(scenario, spec)
     guidance = bool(scenario.guidance)              # None for train / lora: no CFG batch
     cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
                      and task != "lora") else 1
     eager = scenario.attention == "eager"
     den_name = next(n for n in comps if n in DENOISERS)
     den = comps[den_name]
-    notes: list[str] = []
 
     precs = {n: component_precision(scenario, n, c) for n, c in comps.items()}
+    notes = plan_warnings(device, precisions=set(precs.values()), attention=scenario.attention,
+                          options=(), compute=task != "load") + notes
     layerwise = "layerwise-casting" in opts
     weights = {n: component_weight_bytes(c, precs[n], layerwise and n == den_name)
                for n, c in comps.items()}
@@ -176,9 +190,11 @@ def footprint(scenario, spec, device) -> Footprint:
     largest["vae-decode"] = vbig
 
     # -- training of the denoiser -------------------------------------------------------------
+    # one denoiser forward of one latent (CFG doubles the batch below)
+    fwd_flops = denoiser_flops(den, 1, lat_h, lat_w, lat_f, text_tokens)
     if task in ("lora", "train"):
         return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
-                         lat_h, lat_w, text_tokens, eager, notes, phases, largest)
+                         lat_h, lat_w, text_tokens, eager, notes, phases, largest, fwd_flops)
 
     den_act = phases["denoise"]["activations"]
     if task == "load":
@@ -196,8 +212,12 @@ def footprint(scenario, spec, device) -> Footprint:
         components.setdefault(k, 0)
     steps = int(scenario.steps)
     den_w = weights[den_name]
-    bw = {"bytes_per_step": int(den_w + 2 * den_act), "steps": steps,
-          "bytes_per_image": int((den_w + 2 * den_act) * steps / b)}
+    step_bytes = den_w + 2 * den_act
+    bw = {} if task == "load" else {   # a load runs no step
+        "bytes_per_step": int(step_bytes), "steps": steps,
+        "bytes_per_image": step_bytes * steps / b,
+        "flops_per_step": int(fwd_flops * step_b),
+        "compute_dtype": _compute_dtype(precs[den_name])}
     notes.append(f"peak phase: {peak}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
@@ -214,7 +234,7 @@ def footprint(scenario, spec, device) -> Footprint:
 
 
 def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_h, lat_w,
-              text_tokens, eager, notes, phases, largest) -> Footprint:
+              text_tokens, eager, notes, phases, largest, fwd_flops=0.0) -> Footprint:
     """LoRA / full fine-tuning of the denoiser: frozen text encoders and VAE stay resident
     (the VAE encodes the batch every step), the denoiser's forward activations are saved for
     backward (or only block boundaries under checkpointing)."""
@@ -277,9 +297,14 @@ def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_
     comp = dict(phases[peak])
     for k in ("gradients", "temporary"):
         comp.setdefault(k, 0)
+    # forward + backward: full training 3 forwards' worth (input and weight gradients), LoRA 2
+    # (frozen base: input gradients only); recomputation adds a forward
+    passes = (3 if scenario.task == "train" else 2) + (1 if ckpt else 0)
     notes.append(f"{scenario.task}: {trainable:,} trainable denoiser parameters; text encoders "
                  "and VAE frozen and resident; the VAE encodes the batch every step")
     return Footprint(components=comp, peak_phase=peak, phases=phases,
                      largest_allocation=int(max(largest.values() or [0])),
-                     bandwidth={"bytes_per_step": int(2 * frozen + 3 * (saved + work))},
+                     bandwidth={"bytes_per_step": int(2 * frozen + 3 * (saved + work)),
+                                "flops_per_step": int(fwd_flops * b * passes),
+                                "compute_dtype": _compute_dtype(prec)},
                      notes=notes)

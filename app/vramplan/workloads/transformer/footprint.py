@@ -12,7 +12,10 @@ from ... import optimizers as opt_mod
 from ... import runtime
 from ... import parallel as par
 from ... import precision as prec_mod
+from ...errors import ScenarioError
+from ...hardware.capabilities import compute_dtype, plan_warnings
 from ..base import Footprint
+from . import traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, layer_coeffs,
                                       score_bytes_inference, selective_coeff, upcasts_softmax)
 
@@ -64,6 +67,10 @@ def footprint(scenario, spec, device) -> Footprint:
     if isinstance(prec, dict):  # pragma: no cover - precision_for returns a str
         prec = prec.get("default", "bf16")
     ctx = _Ctx(scenario, arch, device, prec)
+    ctx.notes += plan_warnings(device, precisions=(prec,), attention=scenario.attention,
+                               options=scenario.options, compute=task != "load")
+    if "params" in ctx.off and task not in ("train", "lora", "qlora"):
+        ctx.check_inference_offload()
     if task in ("train", "lora", "qlora"):
         return ctx.train()
     if task == "generate":
@@ -111,6 +118,32 @@ class _Ctx:
         fmt = fmt or self.prec
         return prec_mod.weights_bytes(self.blocks_g, self.norms_g + self.embed_g, fmt)
 
+    def resident_weight_bytes(self, fmt: str | None = None) -> int:
+        """Weights on the GPU between steps: all of them, or with offload 'params' at inference
+        (accelerate cpu_offload) the largest module's, copied in for its forward."""
+        if "params" in self.off:
+            fmt = fmt or self.prec
+            per = 2 if (self.p == 2 or prec_mod.is_quantized(fmt)) else self.p
+            return int(self.largest_param * per)
+        return self.base_weight_bytes(fmt)
+
+    def check_inference_offload(self) -> None:
+        if self.sc.task == "serve":
+            raise ScenarioError("offload", "'params' offload is not modelled for serve: vLLM "
+                                "offloads a stated amount (--cpu-offload-gb), which no scenario "
+                                "key gives; drop 'params' or estimate task 'generate'")
+        self.notes.append("offload 'params' at inference: accelerate cpu_offload / a device_map "
+                          "with CPU offload; weights stay in CPU memory and each module's "
+                          "weights are copied to the GPU for its forward, so the GPU holds the "
+                          "largest module's at a time and every step moves all weights over "
+                          "the host link (host_link_bytes_per_step; PCIe-bound, far slower "
+                          "than the HBM floor)")
+
+    def _offload_bw(self, bw: dict, w: int) -> dict:
+        if "params" in self.off:
+            bw["host_link_bytes_per_step"] = int(w)
+        return bw
+
     def kernels(self, training: bool) -> Kernels:
         att = self.sc.attention or "sdpa"
         hid, _ = dropout_flags(self.arch.model_type, training)
@@ -151,7 +184,7 @@ class _Ctx:
 
     # ---- tasks ---------------------------------------------------------------------------
     def load(self) -> Footprint:
-        w = self.base_weight_bytes()
+        w = self.resident_weight_bytes()
         lora_b = 0
         if self.sc.lora is not None:
             _, mats = lora_modules(self.arch, self.sc.lora.targets)
@@ -179,7 +212,7 @@ class _Ctx:
 
     def forward(self) -> Footprint:
         a = self.arch
-        w = self.base_weight_bytes()
+        w = self.resident_weight_bytes()
         T = self.tokens()
         layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor
         scores = 0
@@ -191,13 +224,18 @@ class _Ctx:
         act = int(hidden + max(layer, scores, logits))
         comps = {"weights": w, "activations": act}
         self.notes.append("forward: no_grad pass; one block's tensors live at a time")
-        bw = {"bytes_per_step": w + 2 * act}
+        moved = traffic.moved_weight_bytes(self, self.b * self.s)
+        bw = self._offload_bw({
+            "bytes_per_step": int(moved + 2 * act), "tokens_per_step": self.b * self.s,
+            "flops_per_step": traffic.inference_flops(self, self.b * self.s, self.s),
+            "compute_dtype": compute_dtype(self.prec, self.opts)}, moved)
+        self._moe_note(self.b * self.s)
         return self._fp(comps, "forward", {"forward": dict(comps)}, int(max(scores / max(1, a.layers), logits, layer)), bw)
 
     def generate(self) -> Footprint:
         a, b, s = self.arch, self.b, self.s
         n = int(self.sc.new_tokens or 0)
-        w = self.base_weight_bytes()
+        w = self.resident_weight_bytes()
         kv_b = 4 if self.p == 4 else 2
         kvpt = a.kv_bytes_per_token(kv_b, mla_latent=False) // self.L.tensor
         legacy_cache = ((self.sc.attention or "sdpa") == "eager"
@@ -234,11 +272,47 @@ class _Ctx:
             "copy) and last-position logits (options dynamic-cache / static-cache / "
             "legacy-cache override)")
         peak = max(phases, key=lambda k: sum(phases[k].values()))
-        bpt = w + kvpt * b * (s + n // 2)
-        bw = {"bytes_per_token": int(bpt), "tokens_per_step": b,
-              "bytes_per_step": int(bpt)}
+        bw = self._generate_bw(kvpt, prefill_act, n)
         comps = dict(phases[peak])
         return self._fp(comps, peak, phases, int(max(logits, kv_final // max(1, a.layers) if n > 1 else 0)), bw)
+
+    def _generate_bw(self, kvpt: int, prefill_act: int, n: int) -> dict:
+        """One decode step of the batch (b sequences, one new token each, at the average
+        context s + n/2); with no new tokens the step is the prefill."""
+        b, s = self.b, self.s
+        dt = compute_dtype(self.prec, self.opts)
+        if n < 1:
+            w = traffic.moved_weight_bytes(self, b * s)
+            step = w + b * s * kvpt + 2 * prefill_act
+            self._moe_note(b * s)
+            return self._offload_bw({
+                "bytes_per_step": int(step), "tokens_per_step": b * s,
+                "flops_per_step": traffic.inference_flops(self, b * s, s),
+                "compute_dtype": dt}, w)
+        ctx = s + n // 2
+        w = traffic.moved_weight_bytes(self, b)
+        kv = kvpt * b * ctx
+        self.notes.append(f"generate bandwidth: one decode step of the batch ({b} sequences, one "
+                          f"token each) at the average context {ctx:,} tokens (prompt + half "
+                          "the new tokens): weights read once per step plus every sequence's "
+                          "KV; per-token figures are the step's over its batch")
+        self._moe_note(b)
+        return self._offload_bw({
+            "bytes_per_step": int(w + kv), "tokens_per_step": b,
+            "bytes_per_token": (w + kv) / b, "weight_bytes_per_step": int(w),
+            "kv_bytes_per_step": int(kv),
+            "flops_per_step": traffic.inference_flops(self, b, ctx), "compute_dtype": dt,
+            "prefill_flops": traffic.inference_flops(self, b * s, s)}, w)
+
+    def _moe_note(self, tokens: int) -> None:
+        a = self.arch
+        if not a.is_moe:
+            return
+        t = traffic.experts_touched(a.num_experts, a.experts_per_token, tokens)
+        self.notes.append(f"MoE bandwidth: {tokens:,} tokens per step reach {t:.2f} of "
+                          f"{a.num_experts} experts per layer (uniform routing assumed: "
+                          f"E x (1 - (1 - k/E)^tokens), k = {a.experts_per_token}); only those "
+                          "experts' weights are read")
 
     def serve(self) -> Footprint:
         a, sv = self.arch, self.sc.serving
@@ -260,18 +334,19 @@ class _Ctx:
         kvpt = max(1, a.kv_bytes_per_token(kv_b) // self.L.tensor)
         self.notes.append(
             f"serve: vLLM-style engine; KV pool = {util:.2f} x GPU memory - weights - profiled "
-            f"activation peak - non-torch memory = {kv / 2**30:.2f} GiB, "
-            f"{kv // kvpt} tokens ({kv // kvpt // max(1, mml)} full-length sequences)")
+            f"activation peak - non-torch memory = {kv / 2**30:.2f} GiB")
         extra = {"cuda_graphs": 512 * MiB} if (sv is None or sv.cuda_graphs) else {}
         comps = {"weights": w, "kv_cache": kv, "activations": act}
-        bw = {"bytes_per_token": int(w / max(1, seqs) + kvpt * mml / 2),
-              "bytes_per_step": int(w + kvpt * mml / 2 * seqs), "tokens_per_step": seqs,
-              "kv_pool_tokens": kv // kvpt}
+        # vLLM's "maximum concurrency": requests of the stated length the pool holds, capped
+        # by the scheduler's max_num_seqs; the decode step runs min(batch_size, that)
+        cap, bw, note = traffic.serve_step(self, kv, kvpt, seqs, mml)
+        self.notes.append(note)
+        if bw.get("tokens_per_step"):
+            bw["compute_dtype"] = compute_dtype(self.prec, self.opts)
+            self._moe_note(bw["tokens_per_step"])
         fp = self._fp(comps, "serve", {"serve": dict(comps)}, kv // max(1, a.layers), bw)
         fp.extra_device_bytes.update(extra)
-        # vLLM's "maximum concurrency": full-length requests the pool holds, capped by the
-        # scheduler's max_num_seqs
-        fp.batch_capacity = int(min(seqs, kv // kvpt // max(1, mml)))
+        fp.batch_capacity = cap
         return fp
 
     # ---- training ------------------------------------------------------------------------
@@ -311,13 +386,19 @@ class _Ctx:
         paged = optim == "paged-adamw-8bit"
         if opt_off:
             states = 0
-        if par_off and L.zero >= 3:
-            weights = 0
+        if par_off and L.zero < 3:
+            raise ScenarioError(
+                "offload", f"'params' needs sharded parameters: set parallel.zero to 3 (FSDP "
+                f"FULL_SHARD with CPUOffload(offload_params=True), or DeepSpeed ZeRO-3 with "
+                f"offload_param / ZeRO-Infinity; one GPU works too: gpus 1, zero 3). With zero "
+                f"{L.zero}, PyTorch DDP / DeepSpeed ZeRO-{L.zero} keep every parameter on the GPU")
+        if par_off:   # FSDP CPUOffload(offload_params=True): gradients and the step on the CPU
+            weights = states = grads_full = 0
         impl = "loop" if self.legacy else "foreach"
         if "fused-optimizer" in self.opts:
             impl = "fused"
         in_bwd = "optimizer-in-backward" in self.opts
-        step_tmp = 0 if opt_off else par.shard(
+        step_tmp = 0 if (opt_off or par_off) else par.shard(
             opt_mod.step_temporary_bytes(optim, n_train, tb, largest, impl),
             div["optimizer_states"] if impl == "foreach" else 1)
 
@@ -361,7 +442,7 @@ class _Ctx:
         if self.mixed and not self.fsdp_mp:
             cast_cache = 2 * (self.blocks_g if not lora else 0)
         fsdp_ws = 0
-        if L.zero >= 3 and group > 1:
+        if L.zero >= 3 and (group > 1 or par_off):
             cb = 2 if (self.mixed or self.p == 2) else 4
             fsdp_ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if lora else pb)
             fsdp_ws += self.embed_g * cb // max(1, 1)  # head / embedding gathered for logits
@@ -394,6 +475,14 @@ class _Ctx:
         peak = max(phases, key=lambda p: sum(phases[p].values()))
         comps = dict(phases[peak])
         self._train_notes(optim, impl, persist, paged, lora)
+        if par_off:
+            self.notes.append("offload 'params' with ZeRO-3: FSDP CPUOffload(offload_params="
+                              "True) (DeepSpeed ZeRO-Infinity with offload_param and "
+                              "offload_optimizer alike): parameters, their gradients and the "
+                              "optimizer step live on the CPU; each unit is copied in and "
+                              "gathered for its forward and backward, so the GPU holds the unit "
+                              "being computed, one prefetched and the unit's unsharded gradients "
+                              "before they go to the CPU (temporary)")
         # the largest tensor live at the peak: after backward only parameter-sized ones remain
         big = largest * tb if peak in ("optimizer-step", "backward-end") else \
             max(logits / 3 if logits else 0, layer_full / 8, largest * tb)
@@ -403,9 +492,21 @@ class _Ctx:
                 ph["optimizer_states"] = 0
             fp.components["optimizer_states"] = 0
             fp.extra_device_bytes["paged_optimizer_states"] = states
-        steps_bytes = (weights * (3 if ckpt == "full" else 2) + 2 * grads_full) * ga \
+        # each forward / backward pass reads the weights it computes with: under ZeRO-3 the
+        # all-gathered 16-bit units (the whole stage passes through the working set)
+        w_pass = weights
+        if L.zero >= 3 and (group > 1 or par_off):
+            cb = 2 if (self.mixed or self.p == 2) else 4
+            w_pass = self.base_weight_bytes(fmt) if lora else self.params_g * cb
+        steps_bytes = (w_pass * (3 if ckpt == "full" else 2) + 2 * grads_full) * ga \
             + 2 * (states + weights + grads_full) + 2 * int(acts) * ga
-        fp.bandwidth = {"bytes_per_step": int(steps_bytes), "tokens_per_step": T * ga}
+        fp.bandwidth = {"bytes_per_step": int(steps_bytes), "tokens_per_step": T * ga,
+                        "flops_per_step": traffic.train_flops(self, self.b * self.s * ga, lora,
+                                                              ckpt),
+                        "compute_dtype": compute_dtype(self.prec, self.opts)}
+        if par_off:
+            fp.bandwidth["host_link_bytes_per_step"] = int(
+                2 * self.params_g * pb / max(1, group))   # each shard in, forward and backward
         return fp
 
     def _matrices(self, lora: bool):

@@ -14,6 +14,23 @@ def native_resolution(cfg: dict) -> tuple:
     return tuple(int(r) for r in cfg.get("resolution", (224, 224)))
 
 
+def resolution_rule(cfg: dict) -> dict | None:
+    """What each side of `resolution` must be a multiple of for this model (data a form can
+    show), or None: a ViT's patch size (the patchify convolution would drop a partial patch;
+    torchvision asserts the size, Hugging Face interpolates the position embedding but still
+    takes whole patches), a U-Net's 2^(levels - 1) (every max-pool halves the map and the
+    up-path concatenates each level's skip, which must match exactly). CNNs, Swin (Hugging Face
+    pads to its windows) and the mmdet / mmseg models (they pad) take any size."""
+    if cfg.get("arch") == "vit":
+        p = int(cfg.get("patch", 16))
+        return {"multiple": p, "why": f"it cuts the image into {p}x{p} patches"}
+    if cfg.get("arch") == "unet":
+        m = 2 ** (len(cfg.get("channels", ())) - 1)
+        return {"multiple": m, "why": f"{len(cfg['channels']) - 1} max-pool levels whose skips "
+                                      "the up-path concatenates"}
+    return None
+
+
 def scenario_defaults(task: str, spec) -> dict:
     """What a scenario leaves out and the model decides: the native resolution, every task."""
     return {"resolution": list(native_resolution(spec.config))}

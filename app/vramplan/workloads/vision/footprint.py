@@ -23,7 +23,8 @@ import json
 
 from ...errors import ScenarioError
 from ..base import Footprint
-from .family import native_resolution
+from ...hardware.capabilities import plan_warnings
+from .family import native_resolution, resolution_rule
 from .layers import Graph
 from . import nets
 from . import heads
@@ -57,6 +58,13 @@ def _resolution(cfg: dict, res) -> tuple:
     stride = cfg.get("min_size", 32 if cfg["arch"] in ("resnet", "convnext", "swin") else 1)
     if any(r < stride for r in res):
         raise ScenarioError("resolution", f"at least {stride} per side for this model")
+    rule = resolution_rule(cfg)
+    if rule and any(r % rule["multiple"] for r in res):
+        m = rule["multiple"]
+        near = "; ".join(f"{r} -> " + (f"{r // m * m} or " if r >= m else "") + f"{-(-r // m) * m}"
+                         for r in dict.fromkeys(res) if r % m)
+        raise ScenarioError("resolution", f"must be a multiple of {m} for this model "
+                                          f"({rule['why']}): nearest valid {near}")
     div = cfg.get("size_divisor")           # mmdet pads the batch to a multiple of 32
     if div:
         res = tuple(-(-r // div) * div for r in res)
@@ -175,6 +183,8 @@ def footprint(scenario, spec, device) -> Footprint:
     notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
              f"graph at {'x'.join(map(str, res))}, batch {batch}",
              f"framework convention '{fw}' (see docs/vision.md)"]
+    notes = plan_warnings(device, precisions=(prec,), attention=scenario.attention,
+                          compute=task != "load") + notes
     wb = m["w"] if m["w"] is not None else None
     if wb is None:
         mat = g.param_split["matmul"]
@@ -192,7 +202,8 @@ def footprint(scenario, spec, device) -> Footprint:
                          phases={"forward": dict(comps)},
                          largest_allocation=max(a["largest"] if task == "forward" else 0,
                                                 int(g.largest_param * (wb or 2))),
-                         bandwidth={"bytes_per_step": int(weights + 2 * a["inference_peak"])},
+                         bandwidth={} if task == "load" else   # a load runs no step
+                         {"bytes_per_step": int(weights + 2 * a["inference_peak"])},
                          notes=notes)
 
     # --- training: model states --------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""How long a step must take at least: the roofline of one step from the bytes it moves and
+the FLOPs it computes, against the GPU's bandwidth and dense tensor throughput.
+
+A workload's footprint states, per GPU and per step, `bytes_per_step` (HBM traffic) and, where
+it can count them, `flops_per_step` with the `compute_dtype` of its matmuls (a key of the
+hardware database's dense `throughput`). `roofline()` adds:
+
+| key | meaning |
+| --- | --- |
+| `memory_floor_s` | bytes_per_step / achievable bandwidth |
+| `peak_tflops` | dense datasheet TFLOPS of `compute_dtype` (after the fallbacks below) |
+| `compute_floor_s` | flops_per_step / peak_tflops |
+| `min_step_time_s` | max(memory_floor_s, compute_floor_s): no step is faster |
+| `min_step_time_datasheet_s` | the same with the datasheet bandwidth |
+| `bound` | "memory" or "compute": which floor is higher |
+| `arithmetic_intensity` | flops_per_step / bytes_per_step, FLOP per byte |
+| `ridge_intensity` | peak FLOP/s / achievable bytes/s: above it a step is compute-bound |
+| `attainable_tflops` | min(peak, intensity x achievable bandwidth): the roofline's height |
+| `needed_bandwidth_gbs` | bytes_per_step / compute_floor_s: the bandwidth at which memory stops limiting |
+| `max_tokens_per_s` | tokens_per_step / min_step_time_s (both floors) |
+| `memory_bound_tokens_per_s`, `compute_bound_tokens_per_s` | tokens_per_step over each floor alone |
+
+Both floors are bounds, not predictions: real steps add kernel launch gaps, communication and
+less-than-peak matmul efficiency (40-60% of dense peak is common for LLM training), so a
+measured step is slower. Without `flops_per_step` (a workload whose FLOPs are not modelled) the
+step floor is the memory floor alone and a note says so.
+"""
+from __future__ import annotations
+
+from .hardware.capabilities import compute_dtype  # noqa: F401 (the footprints' compute_dtype)
+
+# when the database has no figure for a dtype (or the GPU lacks it): what runs instead
+_FALLBACK = {"fp8": ("bf16", "fp16"), "bf16": ("fp32",), "fp16": ("fp32",), "tf32": ("fp32",),
+             "fp32": ("fp32_matrix",)}
+
+
+def _rate(device, dtype: str) -> tuple[float | None, str]:
+    """(dense TFLOPS, dtype it is for): the dtype itself if the GPU has it, else the fallback."""
+    def get(k):
+        f = getattr(device, "tflops", None)
+        v = f(k) if callable(f) else (getattr(device, "throughput", None) or {}).get(k)
+        sup = getattr(device, "supports", None)
+        cap = {"bf16": "bf16", "fp8": "fp8"}.get(k)
+        if cap and callable(sup) and sup(cap) is False:
+            return None     # a datasheet figure for a type the generation cannot compute
+        return v
+    seen = [dtype]
+    while seen:
+        k = seen.pop(0)
+        v = get(k)
+        if v:
+            return float(v), k
+        seen += list(_FALLBACK.get(k, ()))
+    return None, dtype
+
+
+def roofline(bw: dict, device) -> tuple[dict, list[str]]:
+    """`bw` (a footprint's bandwidth dict with datasheet/achievable bandwidth already added)
+    with the keys of the module table; and the notes it implies."""
+    out = dict(bw)
+    notes: list[str] = []
+    step = out.get("bytes_per_step")
+    ach = float(out.get("achievable_bandwidth_gbs") or 0) * 1e9
+    peak_bw = float(out.get("datasheet_bandwidth_gbs") or 0) * 1e9
+    if not step or ach <= 0:
+        return out, notes
+    mem = step / ach
+    out["memory_floor_s"] = mem
+    floor, floor_ds = mem, step / peak_bw if peak_bw else mem
+    flops = out.get("flops_per_step")
+    tokens = out.get("tokens_per_step")
+    if flops:
+        want = out.get("compute_dtype") or "bf16"
+        tflops, used = _rate(device, want)
+        if tflops:
+            comp = flops / (tflops * 1e12)
+            out["peak_tflops"] = tflops
+            if used != want:
+                out["compute_rate_dtype"] = used
+                notes.append(f"compute floor at the {used} rate: the GPU has no {want} "
+                             f"throughput in the hardware database")
+            out["compute_floor_s"] = comp
+            out["arithmetic_intensity"] = flops / step
+            out["ridge_intensity"] = tflops * 1e12 / ach
+            out["attainable_tflops"] = min(tflops, flops / step * ach / 1e12)
+            out["bound"] = "compute" if comp > mem else "memory"
+            out["needed_bandwidth_gbs"] = step / comp / 1e9
+            if tokens:
+                out["compute_bound_tokens_per_s"] = tokens / comp
+            floor, floor_ds = max(mem, comp), max(floor_ds, comp)
+            notes.append(f"roofline: {flops / 1e12:,.1f} TFLOP and {step / 1e9:,.2f} GB per step "
+                         f"-> {flops / step:,.0f} FLOP/B against the GPU's ridge "
+                         f"{tflops * 1e12 / ach:,.0f}: {out['bound']}-bound. The compute floor "
+                         f"is at the dense datasheet {used} peak ({tflops:,.1f} TFLOPS); "
+                         "measured LLM training reaches about 40% of it (Llama 3 on H100: "
+                         "38-43% BF16 MFU), so real steps are slower than either floor")
+        else:
+            notes.append("compute floor not given: the hardware database has no dense "
+                         f"throughput for this GPU in {want}; step time is the memory floor")
+    else:
+        notes.append("compute floor not modelled for this workload (FLOPs not counted): the "
+                     "step time and rates are the memory-bandwidth floor only")
+    out["min_step_time_s"] = floor
+    out["min_step_time_datasheet_s"] = floor_ds
+    if tokens:
+        out["memory_bound_tokens_per_s"] = tokens / mem
+        out["max_tokens_per_s"] = tokens / floor
+    return out, notes
