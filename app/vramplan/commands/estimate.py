@@ -12,17 +12,14 @@ from pathlib import Path
 
 from .. import safejson
 from ..errors import VramplanError
-from ..scenario import (ATTENTION, CHECKPOINTING, MODELLESS_TASKS, OFFLOAD, OPTIMIZERS, OPTIONS,
-                        PRECISIONS, TASKS)
+from ..scenario import MODELLESS_TASKS, OFFLOAD, OPTIONS
+from ..scenario.keys import cli_flags, scenario_from_flags
 from ._output import dump_json, emit, table
 
 GiB = 2**30
+METAVARS = {"model": "ID", "gpu": "ID", "resolution": "HxW", "texture_budget": "SIZE",
+            "geometry_budget": "SIZE"}
 NO_GPU = "no GPU given: pass --gpu ID (see `vramplan gpus`)"
-# the scenario flags (dest names); with --scenario FILE only --gpu may be added
-PLAN_FLAGS = ("model", "task", "batch_size", "seq_len", "new_tokens", "target_len", "precision",
-              "optimizer", "gradient_accumulation", "checkpointing", "attention", "frames",
-              "steps", "text_len", "guidance")
-PARALLEL_FLAGS = ("gpus", "data", "tensor", "pipeline", "context", "zero")
 # LoRA target names the diffusion workload counts (workloads/diffusion.py, _training)
 DIFFUSION_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "query", "key", "value",
                           "q_proj", "k_proj", "v_proj")
@@ -37,65 +34,40 @@ def register(subparsers) -> None:
         "estimate", help="memory at the peak, fit, max batch, bandwidth",
         description="Estimate the GPU memory of one scenario (a plan: model, task, how it runs, "
                     "on what GPU), given by flags or in a file. Keys, defaults and rules: "
-                    "docs/scenario.md. Exit status 2 when anything failed.")
+                    "docs/scenario-keys.md. Exit status 2 when anything failed.")
     p.add_argument("--scenario", metavar="FILE",
                    help="a scenario file: one JSON object, or JSON Lines (one scenario a line; "
                         "the output has one estimate a line, a rejected scenario gives "
                         "{\"error\": ...} in its place). Only --gpu may be added to it")
-    p.add_argument("--model", help="catalog id, e.g. gpt2, meta-llama/Llama-3.1-8B, "
-                                   "torchvision/resnet50 (org prefix optional when unique)")
     p.add_argument("--architecture", metavar="JSON|FILE",
                    help="inline architecture instead of --model: a Hugging Face config.json "
                         "(path or JSON text) or '{\"params\": 7e9}'")
-    p.add_argument("--task", choices=TASKS, help="what the job does (default: train)")
-    p.add_argument("--gpu", metavar="ID", help="hardware-database id, e.g. nvidia-a100-sxm4-80gb "
-                   "(list: `vramplan gpus`); required unless the scenario file names one, "
-                   "which it then replaces")
-    p.add_argument("--batch-size", type=int, metavar="N",
-                   help="micro-batch per GPU: sequences, images, frames or requests (default 1)")
-    p.add_argument("--seq-len", type=int, metavar="N",
-                   help="tokens per sequence; generate: the prompt length")
-    p.add_argument("--new-tokens", type=int, metavar="N",
-                   help="generate: tokens produced after the prompt")
-    p.add_argument("--target-len", type=int, metavar="N",
-                   help="encoder-decoder models: decoder tokens per sequence")
-    p.add_argument("--precision", choices=PRECISIONS, metavar="P",
-                   help=f"weights / compute format: {_one_of(PRECISIONS)}")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, metavar="OPT",
-                   help=f"training: {_one_of(OPTIMIZERS)} (default adamw)")
-    p.add_argument("--gradient-accumulation", type=int, metavar="N",
-                   help="micro-batches per optimizer step (default 1)")
-    p.add_argument("--checkpointing", choices=CHECKPOINTING,
-                   help="activation recomputation (default none)")
-    p.add_argument("--attention", choices=ATTENTION,
-                   help="eager materialises the score matrix; sdpa / flash do not (default sdpa)")
-    g = p.add_argument_group("parallelism (gpus = data x tensor x pipeline x context)")
-    g.add_argument("--gpus", type=int, metavar="N", help="GPUs in the job (default 1)")
-    g.add_argument("--data", type=int, metavar="N", help="data-parallel ranks")
-    g.add_argument("--tensor", type=int, metavar="N", help="tensor-parallel ranks")
-    g.add_argument("--pipeline", type=int, metavar="N", help="pipeline stages")
-    g.add_argument("--context", type=int, metavar="N", help="context-parallel ranks")
-    g.add_argument("--zero", type=int, choices=(0, 1, 2, 3),
-                   help="ZeRO stage: 3 = FSDP full shard, 2 = FSDP shard-grad-op (default 0)")
-    lo = p.add_argument_group("LoRA (tasks lora, qlora; an adapter on the inference tasks)")
-    lo.add_argument("--lora-rank", type=int, metavar="R", help="adapter rank (default 8)")
-    lo.add_argument("--lora-targets", metavar="NAMES",
-                    help="comma-separated module names, e.g. q_proj,v_proj (default) or "
-                         "all-linear; an unknown name is refused, listing the model's")
-    p.add_argument("--option", action="append", default=[], choices=tuple(OPTIONS),
-                   metavar="OPTION", help=f"repeatable framework switch: {_one_of(OPTIONS)} "
-                                          "(docs/scenario.md)")
-    p.add_argument("--offload", action="append", default=[], choices=tuple(OFFLOAD),
-                   metavar="WHAT", help=f"repeatable: move to CPU memory: {_one_of(OFFLOAD)}")
-    v = p.add_argument_group("vision, diffusion, video")
-    v.add_argument("--resolution", metavar="HxW", help="pixels of one input / frame / image: "
-                   "1024x1024, or DxHxW voxels for volumes")
-    v.add_argument("--frames", type=int, metavar="N", help="video frames")
-    v.add_argument("--steps", type=int, metavar="N", help="diffusion: denoising steps")
-    v.add_argument("--text-len", type=int, metavar="N",
-                   help="diffusion: prompt tokens given to the text encoders")
-    v.add_argument("--guidance", action=argparse.BooleanOptionalAction, default=None,
-                   help="diffusion: classifier-free guidance (doubles the denoiser batch)")
+    # one flag per scalar key of the scenario's key table (vramplan.scenario.keys): its type,
+    # choices and help come from there, so a new key gets its flag without an edit here
+    keys = p.add_argument_group("scenario keys (docs/scenario-keys.md)")
+    for f in cli_flags():
+        kw: dict = {"dest": f.dest, "help": f.help, "default": None}
+        if f.type is bool:
+            kw["action"] = argparse.BooleanOptionalAction
+        else:
+            kw["type"] = f.type
+            if f.choices:
+                kw["choices"] = f.choices
+                kw["metavar"] = f.dest.upper().split("_")[-1]
+                kw["help"] += f" (one of: {_one_of(str(c) for c in f.choices)})"
+            else:
+                kw["metavar"] = METAVARS.get(f.dest, "N" if f.type in (int, float) else "VALUE")
+        keys.add_argument(f.flag, **kw)
+    lists = p.add_argument_group("list keys")
+    lists.add_argument("--lora-targets", metavar="NAMES",
+                       help="lora.targets, comma-separated module names, e.g. q_proj,v_proj "
+                            "(default) or all-linear; an unknown name is refused, listing the "
+                            "model's")
+    lists.add_argument("--option", action="append", default=[], choices=tuple(OPTIONS),
+                       metavar="OPTION", help=f"repeatable framework switch: "
+                                              f"{_one_of(OPTIONS)} (docs/scenario-keys.md)")
+    lists.add_argument("--offload", action="append", default=[], choices=tuple(OFFLOAD),
+                       metavar="WHAT", help=f"repeatable: move to CPU memory: {_one_of(OFFLOAD)}")
     p.add_argument("--calibrate", action="store_true",
                    help="apply this GPU's calibration (measured / estimated ratios recorded by "
                         "`vramplan measure --calibrate`) and show both figures")
@@ -110,26 +82,17 @@ def register(subparsers) -> None:
 
 # ---- the scenario from flags -------------------------------------------------------------------
 
+def _key_flags_given(a) -> dict:
+    return {f.dest: getattr(a, f.dest, None) for f in cli_flags()}
+
+
 def scenario_from_args(a) -> dict:
-    d: dict = {k: getattr(a, k) for k in (*PLAN_FLAGS, "gpu") if getattr(a, k, None) is not None}
-    par = {k: getattr(a, k) for k in PARALLEL_FLAGS if getattr(a, k, None) is not None}
-    if par:
-        d["parallel"] = par
-    if a.lora_rank is not None or a.lora_targets:
-        lora: dict = {}
-        if a.lora_rank is not None:
-            lora["rank"] = a.lora_rank
-        if a.lora_targets:
-            lora["targets"] = [t.strip() for t in a.lora_targets.split(",") if t.strip()]
-        d["lora"] = lora
+    d = scenario_from_flags(_key_flags_given(a))
+    if a.lora_targets:
+        d.setdefault("lora", {})["targets"] = [t.strip() for t in a.lora_targets.split(",")
+                                               if t.strip()]
     if a.architecture:
         d["architecture"] = _architecture(a.architecture)
-    if a.resolution:
-        try:
-            d["resolution"] = [int(x) for x in a.resolution.lower().replace(",", "x").split("x")]
-        except ValueError:
-            raise VramplanError(f"--resolution: expected HxW or DxHxW in pixels, got "
-                                f"'{_short(a.resolution)}'") from None
     if a.option:
         d["options"] = list(a.option)
     if a.offload:
@@ -221,7 +184,7 @@ def _estimate(sc, a, gpu: str | None = None) -> dict:
 def _maybe_calibrate(e: dict, calibrate: bool) -> dict:
     if not calibrate:
         return e
-    from .. import calibration
+    from ..measure import calibration
     out = calibration.apply(e)
     out["calibration_summary"] = calibration.describe(e)
     return out
@@ -245,10 +208,10 @@ def run(a) -> int:
 
 def _run_file(a) -> int:
     from ..scenario import load_scenarios
-    given = [f"--{k.replace('_', '-')}" for k in (*PLAN_FLAGS, *PARALLEL_FLAGS, "lora_rank",
-                                                   "lora_targets", "architecture", "resolution",
-                                                   "option", "offload")
-             if getattr(a, k, None) not in (None, [])]
+    flags = [f.flag for f in cli_flags() if f.dest != "gpu" and getattr(a, f.dest) is not None]
+    given = flags + [f"--{k.replace('_', '-')}" for k in ("lora_targets", "architecture",
+                                                          "option", "offload")
+                     if getattr(a, k, None) not in (None, [])]
     if given:
         raise VramplanError(f"--scenario FILE holds the whole plan: {', '.join(given)} would "
                             "be ignored (put them in the file; only --gpu may be added)")

@@ -340,6 +340,9 @@ def cli_flags() -> list[Flag]:
         if k.kind not in _FLAG_TYPES or k.shown_tasks == ():
             continue
         choices = tuple(k.choices) if k.choices else None
+        if choices is None and k.kind == "int" and k.lo is not None and k.hi is not None \
+                and k.hi - k.lo <= 8:  # a small integer range reads best as choices (zero 0-3)
+            choices = tuple(range(int(k.lo), int(k.hi) + 1))
         typ = int if choices and isinstance(choices[0], int) else _FLAG_TYPES[k.kind]
         flag = flag_of(k)
         dflt = k.default_text()
