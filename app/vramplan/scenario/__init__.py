@@ -12,7 +12,7 @@ family takes), `extra` (workload-specific values), `resolve` (model / gpu ids), 
 """
 from __future__ import annotations
 
-from .files import load_scenarios
+from .files import PLAN_VERSION, load_scenarios, plan_document, save_plan  # noqa: F401
 from .keys import CONTRACT_KEYS, EXTRA_KEYS
 from .model import Scenario
 from .parts import LoraConfig, ParallelConfig, ServingConfig
@@ -23,7 +23,8 @@ from .rules import (ATTENTION, CHECKPOINTING, KV_CACHE_DTYPES, MODELLESS_TASKS, 
 __all__ = ["Scenario", "LoraConfig", "ParallelConfig", "ServingConfig", "load_scenarios",
            "valid_tasks", "model_defaults",
            "TASKS", "PRECISIONS", "OPTIMIZERS", "CHECKPOINTING", "ATTENTION", "OPTIONS",
-           "OFFLOAD", "KV_CACHE_DTYPES", "CONTRACT_KEYS", "extra_keys"]
+           "OFFLOAD", "KV_CACHE_DTYPES", "CONTRACT_KEYS", "extra_keys", "save_plan",
+           "plan_document", "PLAN_VERSION"]
 
 
 def extra_keys() -> dict:

@@ -1,5 +1,12 @@
 """Scenario files: one JSON object, a JSON array of objects, or JSON Lines (one object a line).
-A rejected scenario is kept in its place as its ScenarioError, so a batch reports each one."""
+A rejected scenario is kept in its place as its ScenarioError, so a batch reports each one.
+
+Saved plans (`plan_document`, `save_plan`: what the planner's download and `vramplan` write)
+carry a schema version: `{"format": "vramplan-plan", "version": 1, "scenario": {...}}`.
+A bare scenario object is the older, unversioned form (version 0) and still opens: `migrate`
+turns any known version into the current scenario dict, and a newer version than this
+vramplan knows is refused with a message saying so.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,9 +15,66 @@ from .. import safejson
 from ..errors import ScenarioError, VramplanError
 from .model import Scenario
 
-__all__ = ["load_scenarios", "MAX_SCENARIO_FILE_BYTES"]
+__all__ = ["load_scenarios", "MAX_SCENARIO_FILE_BYTES", "PLAN_FORMAT", "PLAN_VERSION",
+           "plan_document", "save_plan", "migrate"]
+
+PLAN_FORMAT = "vramplan-plan"
+PLAN_VERSION = 1
 
 MAX_SCENARIO_FILE_BYTES = 10_000_000  # 10 MB: thousands of plans; larger is not a scenario file
+
+
+def plan_document(scenario) -> dict:
+    """The saved form of a plan: the normalised scenario under a format name and version."""
+    return {"format": PLAN_FORMAT, "version": PLAN_VERSION, "scenario": scenario.to_dict()}
+
+
+def migrate(doc: dict) -> dict:
+    """A saved plan of any known version -> the scenario dict of today. Version 0 is a bare
+    scenario object (what vramplan wrote before plans were versioned)."""
+    if doc.get("format") != PLAN_FORMAT:
+        return doc  # version 0: the scenario itself
+    version = doc.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ScenarioError("version", f"a {PLAN_FORMAT} needs an integer version >= 1, got "
+                                       f"{version!r}")
+    if version > PLAN_VERSION:
+        raise ScenarioError("version", f"this plan was saved by a newer vramplan (plan version "
+                                       f"{version}; this one reads up to {PLAN_VERSION}): "
+                                       f"upgrade vramplan")
+    extra = set(doc) - {"format", "version", "scenario"}
+    if extra:
+        raise ScenarioError(sorted(extra)[0], f"unknown key of a {PLAN_FORMAT}; it takes "
+                                              "format, version, scenario")
+    if not isinstance(doc.get("scenario"), dict):
+        raise ScenarioError("scenario", f"a {PLAN_FORMAT} holds its plan under 'scenario' (an "
+                                        "object)")
+    return doc["scenario"]
+
+
+def save_plan(scenario, path: str | Path) -> Path:
+    """Write the plan atomically (a temporary file in the same folder, fsync, rename), so a
+    crash or a second writer never leaves half a file; a symlink at the path is replaced,
+    not written through."""
+    import json
+    import os
+    import tempfile
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent or ".", prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(plan_document(scenario), f, indent=1)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
 
 
 def _one_object(line: str) -> bool:
@@ -71,7 +135,7 @@ def load_scenarios(path: str | Path) -> list:
             if not isinstance(doc, dict):
                 raise ScenarioError("scenario", f"{lineno}: expected a JSON object, got "
                                                 f"{type(doc).__name__}")
-            out.append(Scenario.from_dict(doc, base_dir=path.parent))
+            out.append(Scenario.from_dict(migrate(doc), base_dir=path.parent))
         except ScenarioError as exc:
             out.append(exc)
     return out
