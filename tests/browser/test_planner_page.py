@@ -119,7 +119,7 @@ def _enter(page, field: str, value: str) -> None:
 
 def test_planner_page(server, browser):
     db = _db()
-    from vramplan.ui.app import default_gpu
+    from vramplan.ui.state import default_gpu
     start = db.get(default_gpu(db))
     small, readme_gpu = db.get(SMALL_GPU), db.get("nvidia-rtx-4090")
     external: list[str] = []
@@ -169,7 +169,7 @@ def test_planner_page(server, browser):
         _wait_text(page, ".vp-verdict-sub", "Llama-3.1-8B")
         page.locator(".vp-gpu-picker input[type=text]").first.fill(small.name)
         select = page.locator(".vp-gpu-picker select[size]")
-        from vramplan.ui.controls import GpuPicker
+        from vramplan.ui.gpu_picker import GpuPicker
         label = GpuPicker.label(small)
         select.locator("option", has_text=label).first.wait_for(timeout=T_STEP)
         # the list re-renders as the search filters it; a pick that lands on the old list is

@@ -1,15 +1,25 @@
-"""The planner's widgets (ipywidgets). They hold no logic: a control edits state, a panel
-renders what the API returns. `App` is the whole page; `notebooks/planner.ipynb` is
+"""The planner's widgets (ipywidgets). State lives apart from them (`state.py`, plain Python:
+the draft, the scenario, the estimate, history, listeners); the widgets edit it and render
+from it, one per file; `app.py` lays them out. `notebooks/planner.ipynb` is
 `from vramplan.ui import App; App()`.
 
-Layout: `controls.py` (inputs, left column), `panels.py` (results, right column),
-`app.py` (the page and its wiring), `style.py` (the stylesheet), `url.py` (`?gpu=` state),
-`templates/` (the Voila template without CDN requests; see `vramplan.commands.app`).
+Files: `state.py` (PlanState), `text.py` (parsing and number formats), `jobs.py` (long work off
+the kernel's loop); widgets: `model_picker.py`, `fields.py` + `objects.py` (one form field),
+`workload.py` (the form's sections), `gpu_picker.py`, `notices.py`, `verdict.py`,
+`explore.py` (the charts), `chart.py` (one reused altair widget), `details.py`,
+`device_card.py`, `export.py`, `section.py`; `style.py` (the stylesheet), `url.py` (the
+address bar), `templates/` (the Voila template without CDN requests).
 """
 from .altair_offline import hide_slow_optional_imports
 
 hide_slow_optional_imports()  # before anything imports altair (3.9 s saved per kernel)
 
-from .app import App  # noqa: E402
-
 __all__ = ["App"]
+
+
+def __getattr__(name: str):
+    """`from vramplan.ui import App` imports the widgets; `vramplan.ui.state` alone does not."""
+    if name == "App":
+        from .app import App
+        return App
+    raise AttributeError(f"module 'vramplan.ui' has no attribute {name!r}")

@@ -1,15 +1,9 @@
-"""Result panels: each renders data the API returns; none computes anything of its own.
-
-`DeviceCard` shows `get_gpu(id).to_dict()`; `ChartPanel` shows a `vramplan.charts` builder's
-output in one reused `alt.JupyterChart` (each such widget carries ~1 MB of JavaScript, so the
-panel creates it once and swaps its `.chart`). altair is imported only when the chart is first
-needed, so the controls and the card paint before it.
-"""
+"""The chosen GPU's card: capacity, bandwidth, hierarchy, throughput, links and sources, from
+`Device.to_dict()` (the JSON of `vramplan gpu ID`); it computes nothing of its own."""
 from __future__ import annotations
 
 import html
-import threading
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import ipywidgets as W
 
@@ -21,17 +15,6 @@ DTYPE_LABELS = {
     "fp16": "FP16", "fp16_acc16": "FP16 (FP16 acc.)", "bf16": "BF16", "fp8": "FP8",
     "fp8_acc16": "FP8 (FP16 acc.)", "int8": "INT8", "fp4": "FP4",
 }
-
-
-def section(title: str | None, *children: W.Widget, cls: str = "") -> W.VBox:
-    """A white card with an optional small-caps title: the unit every column is built from."""
-    kids = ([W.HTML(f'<div class="vp-section-title">{html.escape(title)}</div>')]
-            if title else [])
-    box = W.VBox(kids + list(children), layout=W.Layout(width="100%"))
-    box.add_class("vp-section")
-    if cls:
-        box.add_class(cls)
-    return box
 
 
 # ---------------------------------------------------------------- formatting helpers
@@ -187,8 +170,9 @@ class DeviceCard(W.VBox):
 
     def __init__(self):
         self.html = W.HTML()
-        super().__init__([self.html], layout=W.Layout(width="100%"))
+        super().__init__([self.html])
         self.add_class("vp-section")
+        self.add_class("vp-device")
 
     def show(self, device: Any, sources: Mapping[str, Any] | None = None) -> None:
         d = device.to_dict() if hasattr(device, "to_dict") else device
@@ -197,111 +181,3 @@ class DeviceCard(W.VBox):
     @property
     def value(self) -> str:
         return self.html.value
-
-
-# ---------------------------------------------------------------- chart
-def _kernel():
-    """The running IPython kernel, or None (plain Python, pytest)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
-    ip = get_ipython()
-    return getattr(ip, "kernel", None)
-
-
-_ALTAIR_READY = threading.Event()
-_ALTAIR_LOCK = threading.Lock()
-
-
-def _prepare_altair() -> None:
-    """The slow part of the first chart (~3-4 s): import altair, bundle the offline JS.
-    Once per process, however many chart panels ask."""
-    if _ALTAIR_READY.is_set():
-        return
-    with _ALTAIR_LOCK:
-        if _ALTAIR_READY.is_set():
-            return
-        from .altair_offline import enable_offline
-        enable_offline()
-        _ALTAIR_READY.set()
-
-
-class ChartPanel(W.VBox):
-    """One altair chart in a reused `alt.JupyterChart`, created on first use.
-
-    `build` is a function returning the chart for the current state (a `vramplan.charts`
-    builder bound to its data); `refresh()` calls it again and swaps the widget's `.chart`.
-    `load()` creates the widget now; `load_in_background()` prepares altair in a thread and
-    creates the widget on the kernel's event loop, so the page paints first.
-    """
-
-    def __init__(self, build: Callable[[], Any], title: str | None = None, height: int = 380):
-        self.build = build
-        self.widget = None            # the alt.JupyterChart, once loaded
-        self.error: str | None = None
-        self._lock = threading.Lock()
-        self.placeholder = W.HTML(
-            f"<div class='vp-chart-loading' style='height:{height}px'>Loading chart…</div>")
-        self.holder = W.Box([self.placeholder], layout=W.Layout(width="100%"))
-        self.holder.add_class("vp-chart")
-        kids = [self.holder]
-        if title:
-            kids.insert(0, W.HTML(f'<div class="vp-section-title">{html.escape(title)}</div>'))
-        super().__init__(kids, layout=W.Layout(width="100%"))
-        self.add_class("vp-section")
-
-    @property
-    def loaded(self) -> bool:
-        return self.widget is not None
-
-    def load(self) -> None:
-        """Create the chart widget now (idempotent)."""
-        with self._lock:
-            if self.widget is not None:
-                return
-            try:
-                _prepare_altair()
-                import altair as alt
-                self.widget = alt.JupyterChart(self.build(), embed_options={
-                    "renderer": "svg", "actions": False})
-            except Exception as exc:  # a chart failure must not take the page down
-                self.error = f"{type(exc).__name__}: {exc}"
-                self.placeholder.value = (f"<div class='vp-msg-error'>The chart could not be "
-                                          f"drawn: {html.escape(self.error)}</div>")
-                return
-            self.holder.children = [self.widget]
-
-    def load_in_background(self) -> None:
-        """Prepare altair in a thread, then create the widget on the kernel's loop.
-
-        Outside a kernel (tests, scripts) this is `load()`.
-        """
-        kernel = _kernel()
-        loop = getattr(kernel, "io_loop", None)
-        if loop is None:
-            self.load()
-            return
-
-        def work():
-            try:
-                _prepare_altair()
-            except Exception:  # load() reports it
-                pass
-            loop.add_callback(self.load)
-
-        threading.Thread(target=work, name="vramplan-chart", daemon=True).start()
-
-    def refresh(self) -> None:
-        """Rebuild the chart for the current state and swap it into the widget."""
-        if self.widget is None:
-            return  # load() builds from the state current at that time
-        try:
-            self.widget.chart = self.build()
-        except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    @property
-    def spec(self) -> dict | None:
-        """The Vega-Lite spec on display (None before load)."""
-        return None if self.widget is None else self.widget.spec

@@ -1,0 +1,155 @@
+"""One altair chart in a reused `alt.JupyterChart` (each such widget carries ~1 MB of
+JavaScript, so a panel creates it once and swaps its `.chart`). altair is imported only when
+the chart is first needed, so the controls paint before it.
+
+`ChartPanel(build)`: `build()` returns the chart for the current state (a `vramplan.charts`
+builder bound to its data); `refresh()` swaps it in; `load()` creates the widget now;
+`load_in_background()` prepares altair in a thread and creates the widget on the kernel's
+event loop. `on_select(name, fn)` calls `fn(value)` when the chart's selection `name` changes
+(kept across chart swaps: it observes the widget's own trait).
+"""
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any, Callable
+
+import ipywidgets as W
+
+from . import jobs
+
+_ALTAIR_READY = threading.Event()
+_ALTAIR_LOCK = threading.Lock()
+EMBED = {"renderer": "svg", "actions": False}
+
+
+def prepare_altair() -> None:
+    """The slow part of the first chart (~3-4 s): import altair, numpy, the builders and the
+    sweep, bundle the offline JS. Once per process, in one thread at a time (two threads
+    importing numpy at once see it half made)."""
+    if _ALTAIR_READY.is_set():
+        return
+    with _ALTAIR_LOCK:
+        if _ALTAIR_READY.is_set():
+            return
+        import numpy  # noqa: F401
+        from .altair_offline import enable_offline
+        enable_offline()
+        from .. import charts, sweep  # noqa: F401
+        _ALTAIR_READY.set()
+
+
+class ChartPanel(W.VBox):
+    def __init__(self, build: Callable[[], Any], height: int = 300, cls: str = ""):
+        self.build = build
+        self.widget = None            # the alt.JupyterChart, once loaded
+        self.error: str | None = None
+        self.height = height
+        self._lock = threading.Lock()
+        self._select: dict[str, Callable] = {}
+        self.placeholder = W.HTML(self._wait_html("Loading chart…"))
+        self.holder = W.Box([self.placeholder])
+        self.holder.add_class("vp-chart")
+        super().__init__([self.holder])
+        self.add_class("vp-chart-panel")
+        if cls:
+            self.add_class(cls)
+
+    def _wait_html(self, text: str) -> str:
+        return (f"<div class='vp-chart-loading' style='height:{self.height}px'>"
+                f"{html.escape(text)}</div>")
+
+    @property
+    def loaded(self) -> bool:
+        return self.widget is not None
+
+    def load(self) -> None:
+        """Create the chart widget now (idempotent)."""
+        with self._lock:
+            if self.widget is not None:
+                return
+            try:
+                prepare_altair()
+                import altair as alt
+                chart = self.build()
+                if chart is None:
+                    return
+                self.widget = alt.JupyterChart(chart, embed_options=EMBED)
+                self.widget.observe(self._on_selections, "_vl_selections")
+            except Exception as exc:  # a chart failure must not take the page down
+                self._fail(exc)
+                return
+            self.error = None
+            self.holder.children = [self.widget]
+
+    def load_in_background(self) -> None:
+        """Prepare altair in a thread, then create the widget on the kernel's loop (outside
+        a kernel: `load()`)."""
+        loop = getattr(jobs.kernel(), "io_loop", None)
+        if loop is None:
+            self.load()
+            return
+
+        def work():
+            try:
+                prepare_altair()
+            except Exception:  # load() reports it
+                pass
+            loop.add_callback(self.load)
+
+        threading.Thread(target=work, name="vramplan-chart", daemon=True).start()
+
+    def _fail(self, exc: Exception) -> None:
+        self.error = f"{type(exc).__name__}: {exc}"
+        self.show_message(f"The chart could not be drawn: {self.error}", "error")
+
+    def show_message(self, text: str, kind: str = "info") -> None:
+        """Put a message where the chart is (e.g. 'no chart for this plan')."""
+        self.placeholder.value = (f"<div class='vp-chart-loading vp-chart-{kind}' "
+                                  f"style='height:{self.height}px'>{html.escape(text)}</div>")
+        if self.holder.children != (self.placeholder,):
+            self.holder.children = [self.placeholder]
+
+    def show(self, chart: Any) -> None:
+        """Show `chart`: creates the widget on first use, else swaps it in."""
+        if self.widget is None:
+            build, self.build = self.build, (lambda: chart)
+            try:
+                self.load()
+            finally:
+                self.build = build
+            return
+        self.refresh(chart)
+
+    def refresh(self, chart: Any = None) -> None:
+        """Swap in `chart` (default: `build()`) and show it."""
+        if self.widget is None:
+            return          # load() builds from the state current at that time
+        try:
+            chart = self.build() if chart is None else chart
+            if chart is None:
+                return
+            self.widget.chart = chart
+        except Exception as exc:
+            self._fail(exc)
+            return
+        self.error = None
+        if self.holder.children != (self.widget,):
+            self.holder.children = [self.widget]
+
+    def on_select(self, name: str, fn: Callable[[Any], None]) -> None:
+        self._select[name] = fn
+
+    def _on_selections(self, change) -> None:
+        """After altair has read the front end's selection (its observer runs first): the
+        selection object (`.value`: a point selection's rows)."""
+        new, old = change["new"] or {}, change["old"] or {}
+        for name, fn in self._select.items():
+            if name in new and (new.get(name) or {}).get("value") != \
+                    (old.get(name) or {}).get("value"):
+                fn(getattr(self.widget.selections, name, None))
+
+    @property
+    def spec(self) -> dict | None:
+        """The Vega-Lite spec on display (None before load)."""
+        return None if self.widget is None else self.widget.spec

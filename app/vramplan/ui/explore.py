@@ -1,0 +1,188 @@
+"""The charts panel: one reused chart widget and a choice of views of the current plan, each a
+`vramplan.charts` builder fed by the estimate, the sweep or the hardware database:
+
+    curve      device memory against the batch size, the GPU's usable memory, the max batch
+    compare    every GPU on this plan (headroom, max batch or usable memory); click to choose
+    bandwidth  what a step needs against what the GPU sustains
+    roofline   arithmetic intensity against the GPU's compute and memory ceilings
+    phases     memory by component at the top of each phase of the step
+    hierarchy  the chosen GPU's memory hierarchy
+    landscape  capacity against bandwidth of every GPU in the database
+
+Views a plan cannot draw are not offered. The data and the chart are computed off the
+kernel's loop (`jobs.Jobs`), so the controls never wait on a sweep.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as W
+
+from ..errors import VramplanError
+from .chart import ChartPanel, prepare_altair
+from .jobs import Jobs
+from .section import section
+from .text import message_html
+
+VIEWS = {"curve": "Memory vs batch", "compare": "GPUs compared", "bandwidth": "Bandwidth",
+         "roofline": "Roofline", "phases": "Phases", "hierarchy": "Memory hierarchy",
+         "landscape": "All GPUs"}
+METRICS = {"headroom": "headroom", "max_batch": "max batch", "usable": "usable memory"}
+TOP = 24                 # bars in the comparison (the chosen GPU always stays)
+CURVE_CAP = 8192
+
+
+def available(state) -> list[str]:
+    """The views the current plan can draw."""
+    est = state.result or {}
+    bw = est.get("bandwidth") or {}
+    out = []
+    if state.shown("batch_size") and est:
+        out.append("curve")
+    if est:
+        out.append("compare")
+    if bw.get("bytes_per_step") or bw.get("needed_bandwidth_gbs"):
+        out.append("bandwidth")
+    if bw.get("flops_per_step") and bw.get("bytes_per_step"):
+        out.append("roofline")
+    if len(est.get("phases") or {}) >= 1:
+        out.append("phases")
+    return out + ["hierarchy", "landscape"]
+
+
+def batch_values(max_batch: int) -> list[int]:
+    """1, 2, 4, ... past the max batch (so the curve crosses the GPU's line), and the max
+    batch and the one after it exactly."""
+    top = min(max(16, 4 * max(max_batch, 1)), CURVE_CAP)
+    vals, b = set(), 1
+    while b <= top:
+        vals.add(b)
+        b *= 2
+    if 0 < max_batch < CURVE_CAP:
+        vals |= {max_batch, max_batch + 1}
+    return sorted(vals)
+
+
+def curve_chart(sc, est: dict, device) -> Any:
+    from ..charts import memory_curve_chart
+    from ..sweep import curve
+    mb = int(est.get("max_batch_size") or 0)
+    points = [{"x": b, "device_used_bytes": used} for b, used in
+              curve(sc, "batch_size", batch_values(mb), gpu=device.id) if used is not None]
+    return memory_curve_chart(points, gpu=device.to_dict(), max_x=mb or None,
+                              x_title="Batch size", x_unit="per GPU")
+
+
+def comparison_rows(sc, db, batched: bool) -> list[dict]:
+    """One row per GPU of the database for this plan, from the sweep (the same figures as
+    `estimate` on each GPU) and, where it does not fit, how many GPUs it needs."""
+    from ..sweep import gpus_needed, sweep
+    ids = [d.id for d in db.devices]
+    r = sweep(sc, {"gpu": ids}, with_max_batch=batched)
+    rows = {p["gpu"]: p for p in r.rows() if "error" not in p}
+    short = [g for g, p in rows.items() if not p["fits"]]
+    need = {}
+    if short:
+        try:
+            need = {x["gpu"]: x["gpus"] for x in gpus_needed(sc, gpus=short)}
+        except VramplanError:
+            need = {}
+    out = []
+    for d in db.devices:
+        p = rows.get(d.id)
+        if p is None:
+            continue
+        out.append({"id": d.id, "name": d.name, "vendor": d.vendor,
+                    "usable_bytes": d.usable_bytes, "fits": p["fits"],
+                    "headroom_bytes": p["headroom_bytes"],
+                    "max_batch_size": p.get("max_batch_size"),
+                    "gpus_needed": need.get(d.id)})
+    return out
+
+
+def build(view: str, snap: dict) -> Any:
+    """The chart of one view for a snapshot of the state (plain values: safe in a thread)."""
+    prepare_altair()
+    from .. import charts as C
+    sc, est, dev, db = snap["scenario"], snap["result"], snap["device"], snap["db"]
+    if view == "curve":
+        return curve_chart(sc, est, dev)
+    if view == "compare":
+        metric = snap.get("metric", "headroom")
+        if metric == "max_batch" and not snap["batched"]:
+            metric = "headroom"
+        return C.gpu_comparison_chart(comparison_rows(sc, db, snap["batched"]), metric=metric,
+                                      selected=dev.id, top=TOP)
+    if view == "bandwidth":
+        return C.bandwidth_chart(est, gpu_name=dev.name)
+    if view == "roofline":
+        prec = sc.precision if isinstance(sc.precision, str) else sc.precision_for("default")
+        return C.roofline_chart(est, dev.to_dict(), precision=prec)
+    if view == "phases":
+        return C.phases_chart(est)
+    if view == "hierarchy":
+        return C.hierarchy_chart(dev.to_dict())
+    return C.capacity_bandwidth_chart(db.devices, dev.id)
+
+
+class ExplorePanel(W.VBox):
+    def __init__(self, state, background: bool | None = None):
+        self.state = state
+        self.jobs = Jobs("vramplan-charts", background)
+        self.view = W.ToggleButtons(options=[(VIEWS[v], v) for v in available(state)],
+                                    value="curve" if "curve" in available(state) else None)
+        self.view.add_class("vp-views")
+        self.metric = W.Dropdown(options=[(f"Sort by {t}", k) for k, t in METRICS.items()],
+                                 value="headroom", layout=W.Layout(width="auto"))
+        self.metric.add_class("vp-metric")
+        self.status = W.HTML()
+        self.chart = ChartPanel(lambda: None, height=320, cls="vp-explore-chart")
+        self.chart.on_select("gpu_pick", self._picked)
+        self.view.observe(lambda _: self.update(), "value")
+        self.metric.observe(lambda _: self.update(), "value")
+        super().__init__([section("Charts", self.view, self.metric, self.status, self.chart,
+                                  cls="vp-explore")])
+        self._key = None
+        self.shown_view: str | None = None
+        self.enabled = False              # the app turns it on after first paint
+
+    def render(self) -> None:
+        views = available(self.state)
+        opts = [(VIEWS[v], v) for v in views]
+        if list(self.view.options) != opts:
+            keep = self.view.value if self.view.value in views else views[0]
+            self.view.options = opts
+            self.view.value = keep
+        self.metric.layout.display = "" if self.view.value == "compare" else "none"
+        (self.add_class if self.state.stale else self.remove_class)("vp-stale")
+        self.update()
+
+    def update(self) -> None:
+        st = self.state
+        if not self.enabled or st.result is None or self.view.value is None:
+            return
+        view = self.view.value
+        self.metric.layout.display = "" if view == "compare" else "none"
+        key = (view, id(st.result), st.gpu, self.metric.value)
+        if key == self._key:
+            return
+        self._key = key
+        snap = {"scenario": st.scenario, "result": st.result, "device": st.device,
+                "db": st.db, "batched": st.shown("batch_size"), "metric": self.metric.value}
+        self.status.value = "<div class='vp-hint'>Computing…</div>"
+        self.jobs.run(lambda: build(view, snap), lambda chart: self._done(view, chart))
+
+    def _done(self, view: str, chart) -> None:
+        if isinstance(chart, Exception):
+            self.status.value = message_html(f"The {VIEWS[view].lower()} chart could not be "
+                                             f"drawn: {type(chart).__name__}: {chart}")
+            return
+        self.status.value = ""
+        self.shown_view = view
+        self.chart.show(chart)
+
+    def _picked(self, value) -> None:
+        from ..charts import picked_ids
+        ids = picked_ids(value)
+        if ids and ids[0] != self.state.gpu:
+            self.state.set_gpu(ids[0])

@@ -1,0 +1,205 @@
+"""One form field as a widget: a label (with its unit), an input for the field's kind and an
+inline message. It shows a `scenario.form.Field` and reports edits as draft values; it decides
+nothing (which fields apply, their choices and defaults are the form's).
+
+Kinds: int / number / size / resolution / free lists -> a text box; choice -> a dropdown;
+bool -> a checkbox; multi with choices -> one checkbox per choice; the structured workload
+keys -> `objects.py`.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Callable
+
+import ipywidgets as W
+
+from ..scenario.rules import OFFLOAD, OPTIONS
+from . import text as T
+
+# how a choice reads on the page (the value is the scenario's); unknown values as they are
+CHOICE_LABELS = {
+    "task": {"train": "train · full training / fine-tuning",
+             "lora": "lora · LoRA adapters, frozen base",
+             "qlora": "qlora · LoRA on a quantised base",
+             "forward": "forward · one inference pass", "generate": "generate · prefill + decode",
+             "serve": "serve · engine with a KV pool", "denoise": "denoise · diffusion sampling",
+             "load": "load · weights resident only", "render": "render · a graphics frame",
+             "volume": "volume · 3-D voxel arrays", "array": "array · scientific arrays"},
+    "msaa": {1: "off (1 sample)", 2: "2×", 4: "4×", 8: "8×", 16: "16×"},
+    "parallel.zero": {0: "0 · none", 1: "1 · optimizer", 2: "2 · + gradients",
+                      3: "3 · + weights (FSDP)"},
+}
+BOX_LABELS = {"compile": "torch.compile", "chunked-loss": "Chunked loss",
+              "expandable-segments": "Expandable segments", "params": "Parameters",
+              "model": "Whole components", "vae-tiling": "VAE tiling",
+              "vae-slicing": "VAE slicing", "fused-qkv": "Fused QKV",
+              "float8-linears": "Float8 linears", "fused-optimizer": "Fused optimizer"}
+BOX_DOCS = {**OPTIONS, **OFFLOAD}
+WIDE = ("multi", "object")          # kinds that take the whole row
+WIDE_KEYS = ("task",)                # choices too long for half a row
+LABEL_CHARS = 24                     # a unit longer than this label allows goes in the hint
+
+
+def css_key(key: str) -> str:
+    return key.replace(".", "-")
+
+
+def unit_in_label(field) -> bool:
+    unit = field.unit
+    return bool(unit) and unit.lower() not in field.label.lower() and field.kind != "size" \
+        and len(field.label) + len(unit) + 3 <= LABEL_CHARS
+
+
+def label_text(field) -> str:
+    return f"{field.label} ({field.unit})" if unit_in_label(field) else field.label
+
+
+def choice_options(field) -> list:
+    names = CHOICE_LABELS.get(field.key, {})
+    return [(names.get(c, T.show("choice", c)), c) for c in (field.choices or ())]
+
+
+def default_text(field) -> str:
+    d = field.default
+    if d is None or d == [] or isinstance(d, (dict, list)) and field.kind == "object":
+        return ""
+    if isinstance(d, int) and not isinstance(d, bool) and field.kind in ("int", "size"):
+        return T.count(d) if field.kind == "int" else T.show("size", d)
+    return T.show(field.kind, d)
+
+
+class FieldBox(W.VBox):
+    """The widget of one field key. `show(field, value, error)` renders it; edits call
+    `on_edit(key, value)` (None: cleared, back to the default)."""
+
+    def __init__(self, key: str, on_edit: Callable[[str, Any], None]):
+        self.key, self.on_edit = key, on_edit
+        self.kind: str | None = None
+        self.input: W.Widget | None = None
+        self.boxes: dict[Any, W.Checkbox] = {}
+        self._syncing = False
+        self.label = W.HTML()
+        self.message = W.HTML(layout=W.Layout(display="none"))
+        super().__init__([self.label, self.message])
+        self.add_class("vp-field")
+        self.add_class("vp-f-" + css_key(key))
+
+    # ------------------------------------------------------------ building
+    def _build(self, field) -> None:
+        kind = field.kind
+        if kind == "bool":
+            w = W.Checkbox(description=field.label, indent=False)
+        elif kind == "choice" and field.choices:
+            w = W.Dropdown(options=choice_options(field))
+        elif kind == "multi" and field.choices is not None:
+            w = W.Box(layout=W.Layout(flex_flow="row wrap"))
+            w.add_class("vp-boxes")
+        else:
+            w = W.Text(continuous_update=False)
+        if kind != "multi" or field.choices is None:
+            w.observe(self._changed, "value")
+        self.kind, self.input = kind, w
+        self.children = [self.label, w, self.message]
+        wide = kind in WIDE or kind == "bool" or self.key in WIDE_KEYS
+        (self.add_class if wide else self.remove_class)("vp-wide")
+
+    def _checkbox(self, name) -> W.Checkbox:
+        if name not in self.boxes:
+            b = W.Checkbox(description=BOX_LABELS.get(name, T.label_of(name)), indent=False,
+                           tooltip=BOX_DOCS.get(name, ""))
+            b.observe(self._box_changed, "value")
+            self.boxes[name] = b
+        return self.boxes[name]
+
+    # ------------------------------------------------------------ state -> widget
+    def show(self, field, value: Any, error: str = "", given: bool = False) -> None:
+        """Render `field` holding `value` (the draft's when `given`, else the plan's)."""
+        kind = "multi" if field.kind == "multi" and field.choices is not None else field.kind
+        if self.input is None or kind != self.kind:
+            self._build(field)
+        self._syncing = True
+        try:
+            lab = "" if field.kind == "bool" else label_text(field)
+            self._set(self.label, "value", f"<div class='vp-label' title='{html.escape(field.doc)}'>"
+                      f"{html.escape(lab)}</div>" if lab else "")
+            w = self.input
+            if field.kind == "bool":
+                self._set(w, "value", bool(value))
+            elif isinstance(w, W.Dropdown):
+                opts = choice_options(field)
+                if list(w.options) != opts:
+                    w.options = opts
+                vals = [o[1] for o in opts]
+                self._set(w, "value", value if value in vals else (
+                    field.default if field.default in vals else (vals[0] if vals else None)))
+            elif isinstance(w, W.Box):
+                names = list(field.choices or ())
+                kids = [self._checkbox(n) for n in names]
+                if list(w.children) != kids:
+                    w.children = kids
+                chosen = set(value or ())
+                for n in names:
+                    self._set(self.boxes[n], "value", n in chosen)
+            else:
+                if given and isinstance(value, str):
+                    txt = value                 # kept as typed (a rejected value too)
+                elif isinstance(value, int) and not isinstance(value, bool) and kind == "int":
+                    txt = T.count(value)
+                else:
+                    txt = T.show(field.kind, value)
+                self._set(w, "value", txt)
+                dflt = default_text(field)
+                unit = "" if unit_in_label(field) or not field.unit or field.kind == "size" \
+                    else f" {field.unit}"
+                self._set(w, "placeholder", f"default {dflt}{unit}" if dflt else unit.strip())
+            self.set_error(error)
+        finally:
+            self._syncing = False
+
+    @staticmethod
+    def _set(w, name, v) -> None:
+        if getattr(w, name) != v:
+            setattr(w, name, v)
+
+    def set_error(self, text: str | None) -> None:
+        self._set(self.message, "value", T.message_html(text))
+        self.message.layout.display = "" if text else "none"
+        w = self.input
+        if w is not None:
+            (w.add_class if text else w.remove_class)("vp-input-error")
+
+    @property
+    def error(self) -> str:
+        return self.message.value
+
+    @property
+    def value(self) -> Any:
+        """What the input holds (text, choice, bool or the ticked names)."""
+        if isinstance(self.input, W.Box):
+            return [n for n, b in self.boxes.items() if b.value and b in self.input.children]
+        return None if self.input is None else self.input.value
+
+    # ------------------------------------------------------------ widget -> state
+    def _changed(self, change) -> None:
+        if self._syncing:
+            return
+        v = change["new"]
+        if isinstance(self.input, W.Text):
+            v = T.parse(self.kind, v)
+        self.on_edit(self.key, v)
+
+    def _box_changed(self, change) -> None:
+        if not self._syncing:
+            self.on_edit(self.key, self.value or None)
+
+    def set(self, value: Any) -> None:
+        """As a person would: text for a text box, a choice, a bool, names for check boxes."""
+        if isinstance(self.input, W.Box):
+            names = set(value if isinstance(value, (list, tuple, set)) else [value])
+            self._syncing = True
+            for n, b in self.boxes.items():
+                b.value = n in names
+            self._syncing = False
+            self.on_edit(self.key, self.value or None)
+        else:
+            self.input.value = value

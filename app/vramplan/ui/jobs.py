@@ -1,0 +1,54 @@
+"""Long work off the kernel's message loop: `run(work, done)` computes `work()` in a thread
+and calls `done(result)` (or `done(exception)`) on the kernel's event loop, so the page stays
+responsive; one computation runs at a time, and a newer `run` on the same `Jobs` makes older
+requests void (skipped if not started, their results dropped if they were). Outside a kernel
+(tests, scripts) it runs at once. No widgets here."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+
+def kernel():
+    """The running IPython kernel, or None (plain Python, pytest)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    ip = get_ipython()
+    return getattr(ip, "kernel", None)
+
+
+class Jobs:
+    def __init__(self, name: str = "vramplan-job", background: bool | None = None):
+        self.name = name
+        self.background = background
+        self._gen = 0
+        self._lock = threading.Lock()
+        self._work_lock = threading.Lock()      # one computation at a time
+
+    def run(self, work: Callable[[], Any], done: Callable[[Any], None]) -> None:
+        with self._lock:
+            self._gen += 1
+            gen = self._gen
+        k = kernel()
+        loop = getattr(k, "io_loop", None)
+        if loop is None or self.background is False:
+            done(_call(work))
+            return
+
+        def thread():
+            with self._work_lock:
+                if gen != self._gen:            # a newer request came in: skip this one
+                    return
+                result = _call(work)
+            loop.add_callback(lambda: gen == self._gen and done(result))
+
+        threading.Thread(target=thread, name=self.name, daemon=True).start()
+
+
+def _call(work):
+    try:
+        return work()
+    except Exception as exc:  # reported by `done`, never raised into the loop
+        return exc

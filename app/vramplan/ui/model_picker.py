@@ -1,0 +1,202 @@
+"""Choose the model: a family, then a catalog model (search by id, alias or family), a size
+only ('70B'), your own Hugging Face config.json (pasted or uploaded, at most 1 MB, read with
+`vramplan.safejson.loads`, never executed), or no model (graphics, volumes, arrays).
+The widget edits `PlanState`; what the choices mean is the state's and the catalog's.
+"""
+from __future__ import annotations
+
+import html
+
+import ipywidgets as W
+
+from .. import safejson
+from ..catalog import list_models
+from ..errors import VramplanError
+from . import state as S
+from . import text as T
+
+MAX_CONFIG_BYTES = 1_000_000
+FAMILY_LABELS = {"decoder": "Decoder LLMs", "encoder": "Encoders",
+                 "encoder-decoder": "Encoder-decoders", "cnn": "CNNs",
+                 "vit": "Vision transformers", "detection": "Detection",
+                 "segmentation": "Segmentation", "unet": "U-Nets",
+                 "diffusion": "Diffusion pipelines"}
+MODES = [("Size only (parameter count)", S.SIZE_ONLY), ("Your own config.json", S.OWN),
+         ("No model (graphics / volume / arrays)", S.NO_MODEL)]
+
+
+def family_options() -> list[tuple[str, str]]:
+    models = list_models()
+    fams = sorted({m.family for m in models}, key=lambda f: (
+        list(FAMILY_LABELS).index(f) if f in FAMILY_LABELS else 99, f))
+    counts = {f: sum(m.family == f for m in models) for f in fams}
+    return ([("All families", S.ALL)] +
+            [(f"{FAMILY_LABELS.get(f, T.label_of(f))} ({counts[f]})", f) for f in fams] + MODES)
+
+
+def read_config(data: bytes | str, name: str = "config.json") -> dict:
+    """A config.json's bytes or text -> dict, or VramplanError saying why not."""
+    size = len(data.encode() if isinstance(data, str) else data)
+    if size > MAX_CONFIG_BYTES:
+        raise VramplanError(f"{name} is {size:,} bytes; at most {MAX_CONFIG_BYTES:,} are read")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        data = safejson.decode_text(bytes(data), name)
+    value = safejson.loads(data, name)
+    if not isinstance(value, dict):
+        raise VramplanError(f"{name} must hold a JSON object (the keys of a Hugging Face "
+                            f"config.json), got {type(value).__name__}")
+    return value
+
+
+def _field(key: str, label: str, widget: W.Widget) -> W.VBox:
+    box = W.VBox([W.HTML(f"<div class='vp-label'>{html.escape(label)}</div>"), widget])
+    box.add_class("vp-field")
+    box.add_class(f"vp-f-{key}")
+    return box
+
+
+class ModelPicker(W.VBox):
+    def __init__(self, state: S.PlanState):
+        self.state = state
+        self._syncing = False
+        self.family = W.Dropdown(options=family_options(), value=S.ALL)
+        self.model = W.Combobox(placeholder="Search a model id or alias, e.g. Llama-3.1-8B",
+                                ensure_option=False, continuous_update=False)
+        self.size = W.Text(placeholder="e.g. 7B, 70B, 350M", continuous_update=False)
+        self.paste = W.Textarea(placeholder='Paste a config.json: {"model_type": "llama", ...}',
+                                rows=4, layout=W.Layout(width="100%"))
+        self.use = W.Button(description="Use this config", layout=W.Layout(width="auto"))
+        self.upload = W.FileUpload(accept=".json,application/json", multiple=False,
+                                   description="Upload config.json")
+        self.hint = W.HTML()
+        self.message = W.HTML()
+        self.boxes = {
+            "family": _field("family", "Family", self.family),
+            "model": _field("model", "Model", self.model),
+            "architecture": _field("architecture", "Parameters (size-only decoder)", self.size),
+            "own": _field("own", "Your own config.json (at most 1 MB, never run)", W.VBox(
+                [self.paste, W.HBox([self.use, self.upload], layout=W.Layout(
+                    flex_flow="row wrap"))])),
+        }
+        self.boxes["model"].add_class("vp-wide")
+        super().__init__([*self.boxes.values(), self.hint, self.message])
+        self.add_class("vp-model-picker")
+        self.family.observe(self._on_family, "value")
+        self.model.observe(self._on_model, "value")
+        self.size.observe(self._on_size, "value")
+        self.use.on_click(self._on_paste)
+        self.upload.observe(self._on_upload, "value")
+
+    # ------------------------------------------------------------ state -> widgets
+    def render(self) -> None:
+        st = self.state
+        fam = st.family
+        self._syncing = True
+        try:
+            cur = self.family.value
+            if fam in (S.SIZE_ONLY, S.NO_MODEL, S.OWN):
+                want = fam
+            elif self._pending_own:
+                want = S.OWN              # waiting for a config.json
+            elif fam is None:             # a model id being typed
+                want = cur if cur not in (S.SIZE_ONLY, S.NO_MODEL, S.OWN) else S.ALL
+            else:
+                want = cur if cur in (S.ALL, fam) else fam
+            if cur != want:
+                self.family.value = want
+            mode = self.family.value
+            filt = mode if mode not in (S.ALL, S.SIZE_ONLY, S.OWN, S.NO_MODEL) else None
+            names = []
+            for m in S.search_models(family=filt):
+                names += [m.id, *m.aliases]
+            if list(self.model.options) != names:
+                self.model.options = names
+            model = st.draft.get("model") or ""
+            if self.model.value != model:
+                self.model.value = str(model)
+            arch = st.draft.get("architecture")
+            if fam == S.SIZE_ONLY and isinstance(arch, dict) and arch.get("params"):
+                txt = T.format_params(arch["params"])
+                if T.parse_params(self.size.value) != arch["params"]:
+                    self.size.value = txt
+        finally:
+            self._syncing = False
+        self.boxes["model"].layout.display = "" if mode not in (S.SIZE_ONLY, S.OWN,
+                                                                S.NO_MODEL) else "none"
+        self.boxes["architecture"].layout.display = "" if mode == S.SIZE_ONLY else "none"
+        self.boxes["own"].layout.display = "" if mode == S.OWN else "none"
+        hint = S.describe_model(st.draft)
+        if not hint and fam not in (None, S.NO_MODEL) and st.draft.get("model"):
+            hint = self._catalog_hint(str(st.draft["model"]))
+        self.hint.value = f"<div class='vp-hint'>{html.escape(hint)}</div>" if hint else ""
+        err = st.errors.get("model") or st.errors.get("architecture") or ""
+        if err:
+            err = ("model: " if "model" in st.errors else "architecture: ") + err
+        if "model" in st.errors and T.looks_like_size(st.draft.get("model")):
+            err += " (a size alone is read as a size-only decoder: type it as 70B)"
+        self.message.value = T.message_html(self._local or err)
+        for w in (self.model, self.size):
+            (w.add_class if err else w.remove_class)("vp-input-error")
+
+    _local = ""
+    _pending_own = False
+
+    @staticmethod
+    def _catalog_hint(model: str) -> str:
+        m = next((m for m in list_models() if m.id == model or model in m.aliases), None)
+        if m is None:
+            return ""
+        fam = FAMILY_LABELS.get(m.family, m.family)
+        alias = f" · also {', '.join(m.aliases[:2])}" if m.aliases else ""
+        return f"{fam}{alias}"
+
+    # ------------------------------------------------------------ widgets -> state
+    def _say(self, text: str = "") -> None:
+        self._local = text
+        self.message.value = T.message_html(text)
+
+    def _on_family(self, change) -> None:
+        if self._syncing:
+            return
+        self._say()
+        self._pending_own = change["new"] == S.OWN
+        if self._pending_own:
+            self.render()             # the paste / upload box, until a config arrives
+            return
+        self.state.set_family(change["new"])
+        self.render()
+
+    def _on_model(self, change) -> None:
+        if not self._syncing and change["new"].strip():
+            self._say()
+            self.state.set_model(change["new"])
+
+    def _on_size(self, change) -> None:
+        if not self._syncing and change["new"].strip():
+            self._say()
+            self.state.set_size(change["new"])
+
+    def _take(self, data, name: str) -> None:
+        try:
+            config = read_config(data, name)
+        except VramplanError as exc:
+            self._say(str(exc))
+            return
+        self._say()
+        self._pending_own = False
+        self.state.set_architecture(config)
+
+    def _on_paste(self, _=None) -> None:
+        if self.paste.value.strip():
+            self._take(self.paste.value, "the pasted config")
+
+    def _on_upload(self, change) -> None:
+        files = change["new"]
+        if not files:
+            return
+        f = files[0]
+        if f.get("size", 0) > MAX_CONFIG_BYTES:
+            self._say(f"{f.get('name', 'the file')} is {f['size']:,} bytes; at most "
+                      f"{MAX_CONFIG_BYTES:,} are read")
+            return
+        self._take(bytes(f["content"]), f.get("name") or "config.json")

@@ -1,0 +1,556 @@
+"""The planner's state, apart from any widget: the draft a person edits, the GPU, the scenario
+the draft makes, its estimate, every problem by key, page notices, a history for undo, and the
+listeners the widgets register. No ipywidgets here: tests drive it in plain Python.
+
+    s = PlanState()
+    s.set_model("gpt2"); s.set("batch_size", 8); s.set_gpu("nvidia-rtx-4090")
+    s.estimate.fits, s.errors, s.fields          # what the panels render
+    s.undo()
+
+The draft is a flat dict of scenario keys (nested ones dotted: `lora.rank`, `parallel.gpus`)
+holding only what the person gave; everything else is the form's default for that draft.
+Which fields apply, their choices, labels, units and defaults, and every problem of a draft
+come from `vramplan.scenario.form` (derived from the key table), never from trying values.
+On a change of model family or task the draft starts again from the new defaults; a link
+keeps every valid key and names the bad ones (`load_query`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import parse_qsl, urlencode
+
+from ..catalog import get_model, list_models, spec_from_architecture
+from ..errors import UnknownIdError, VramplanError
+from ..estimate import estimate as run_estimate
+from ..hardware import default_db
+from ..scenario import Scenario
+from ..scenario import form
+from ..scenario.keys import BY_NAME, EXTRA_NAMES
+from ..scenario.query import parse_query
+from .text import format_params, looks_like_size, parse_params
+
+ALL = ""                    # family choices besides the catalog's families
+SIZE_ONLY = "size-only"     # architecture {"params": N}: a Llama-shaped decoder of that size
+OWN = "own-config"          # architecture: a pasted or uploaded config.json
+NO_MODEL = "no-model"       # render / volume / array
+SEED = ("model", "architecture", "task")
+HISTORY = 50
+DEFAULT_GPUS = ("nvidia-h100-sxm5-80gb", "nvidia-h100-sxm", "H100 SXM", "nvidia-a100-sxm4-80gb")
+POPULAR_GPUS = ("nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb", "nvidia-rtx-4090",
+                "amd-mi300x", "nvidia-l4")
+DEFAULT_WORKLOADS = ({"model": "meta-llama/Llama-3.1-8B", "task": "lora"},
+                     {"model": "gpt2", "task": "train"})
+# notes written for programs reading the JSON, not for the page
+MACHINE_NOTES = ("components sum to ",)
+
+
+@dataclass(frozen=True)
+class Notice:
+    """A page-level message. `choices`: GPU ids the page offers to pick instead."""
+    text: str
+    kind: str = "info"
+    choices: tuple[str, ...] = ()
+
+
+@dataclass
+class Snapshot:
+    draft: dict
+    gpu: str | None
+    bad: dict = field(default_factory=dict)
+
+
+def default_gpu(db) -> str | None:
+    """The device id the page starts with when the link names none."""
+    for name in DEFAULT_GPUS:
+        try:
+            return db.get(name).id
+        except UnknownIdError:
+            continue
+    return db.devices[0].id if db.devices else None
+
+
+def default_draft() -> dict:
+    for d in DEFAULT_WORKLOADS:
+        if not form.check(d):
+            return dict(d)
+    models = list_models()
+    return {"model": models[0].id} if models else {"task": "render"}
+
+
+def family_of(draft: dict) -> str | None:
+    """The draft's model family (a catalog family, SIZE_ONLY, OWN or NO_MODEL); None while
+    the model is not known."""
+    arch = draft.get("architecture")
+    if isinstance(arch, dict):
+        return SIZE_ONLY if set(arch) == {"params"} else OWN
+    if arch is not None:
+        return None
+    model = draft.get("model")
+    if model in (None, ""):
+        return NO_MODEL
+    try:
+        return get_model(str(model)).family
+    except VramplanError:
+        return None
+
+
+def model_family(draft: dict) -> str | None:
+    """The family the workload registry knows the draft's model by ('decoder' for a
+    size-only decoder; NO_MODEL without a model); None while it is not known."""
+    arch = draft.get("architecture")
+    if isinstance(arch, dict):
+        try:
+            return spec_from_architecture(arch).family
+        except VramplanError:
+            return None
+    fam = family_of(draft)
+    return None if fam in (SIZE_ONLY, OWN) else fam
+
+
+def search_models(text: str = "", family: str | None = None) -> list:
+    """Catalog models whose id, alias or family contains every word of `text`."""
+    words = [w for w in (text or "").lower().split() if w]
+    out = []
+    for m in list_models():
+        if family and m.family != family:
+            continue
+        hay = " ".join((m.id, *m.aliases, m.family)).lower()
+        if all(w in hay for w in words):
+            out.append(m)
+    return out
+
+
+def draft_from_query(qs: str) -> tuple[dict, dict]:
+    """A link's query string -> (draft, {key: problem}). Each key is read on its own, so one
+    bad value leaves the others; a bad one stays in the draft as typed (the page shows it)."""
+    draft: dict = {}
+    bad: dict = {}
+    try:
+        pairs = parse_qsl((qs or "").lstrip("?"), keep_blank_values=True)
+    except ValueError as exc:
+        return {}, {"scenario": str(exc)}
+    for k, s in pairs:
+        try:
+            d = parse_query(urlencode([(k, s)]), EXTRA_NAMES)
+        except VramplanError as exc:
+            bad[getattr(exc, "key", k)] = str(exc).removeprefix(f"scenario key '{k}': ")
+            draft[k] = s
+            continue
+        top, _, sub = k.partition(".")
+        draft[k] = d[top][sub] if sub else d[k]
+    return draft, bad
+
+
+def readable_query(q: str) -> str:
+    """The same query with '/', ',' and ':' left as they are (allowed in a query string):
+    `model=meta-llama/Llama-3.1-8B` rather than `model=meta-llama%2FLlama-3.1-8B`."""
+    return urlencode(parse_qsl(q, keep_blank_values=True), safe="/,:")
+
+
+def flat(d: dict) -> dict:
+    """A scenario dict with lora / parallel / serving as dotted keys (the draft's shape)."""
+    out = {}
+    for k, v in d.items():
+        if k in ("lora", "parallel", "serving") and isinstance(v, dict):
+            out.update({f"{k}.{sk}": sv for sk, sv in v.items()})
+        else:
+            out[k] = v
+    return out
+
+
+def draft_key(error_key: str, draft: dict) -> str | None:
+    """The draft entry an error's key names ('arrays[0].shape' -> 'arrays')."""
+    if error_key in draft:
+        return error_key
+    for k in sorted(draft, key=len, reverse=True):
+        if error_key.startswith(k) and error_key[len(k):len(k) + 1] in (".", "["):
+            return k
+    top = error_key.split(".")[0].split("[")[0]
+    return top if top in draft else None
+
+
+def is_for_people(note: str) -> bool:
+    return not str(note).startswith(MACHINE_NOTES)
+
+
+class PlanState:
+    """Draft -> scenario -> estimate, with listeners `fn(state, what)` (what: a set of
+    'draft', 'gpu', 'estimate', 'notices')."""
+
+    def __init__(self, db=None, draft: dict | None = None, gpu: str | None = None):
+        self.db = db if db is not None else default_db()
+        self.draft: dict = {}
+        self.gpu: str | None = None
+        self.bad: dict[str, str] = {}          # values a link gave that did not convert
+        self.errors: dict[str, str] = {}
+        self.fields: list = []
+        self.scenario: Scenario | None = None  # the last good scenario and its estimate
+        self.estimate = None
+        self.result: dict | None = None        # estimate.to_dict()
+        self.stale = False                     # errors: what is shown is an earlier plan
+        self.partial = False                   # a link's plan shown without its bad values
+        self.notices: list[Notice] = []
+        self.history: list[Snapshot] = []
+        self.query = ""                        # what the address bar should hold
+        self._listeners: list[Callable] = []
+        self.gpu = self._resolve_gpu(gpu)
+        self.draft = dict(draft) if draft is not None else default_draft()
+        self.recompute()
+
+    # ------------------------------------------------------------ listeners
+    def on_change(self, fn: Callable[["PlanState", set], None]) -> None:
+        self._listeners.append(fn)
+
+    def _emit(self, what: set) -> None:
+        for fn in list(self._listeners):
+            fn(self, what)
+
+    # ------------------------------------------------------------ reading
+    @property
+    def device(self):
+        return self.db.get(self.gpu) if self.gpu else None
+
+    @property
+    def family(self) -> str | None:
+        return family_of(self.draft)
+
+    @property
+    def task(self) -> str | None:
+        f = self.field("task")
+        return self.draft.get("task") or (f.default if f else None)
+
+    def field(self, key: str):
+        return next((f for f in self.fields if f.key == key), None)
+
+    def shown(self, key: str) -> bool:
+        return self.field(key) is not None
+
+    def value(self, key: str) -> Any:
+        """What a field shows: the draft's value, else the plan's (when current), else the
+        form's default."""
+        if key in self.draft:
+            return self.draft[key]
+        if self.scenario is not None and not self.stale:
+            d = flat(self.scenario.to_dict())
+            if key in d:
+                v = d[key]
+                return v.get("default") if key == "precision" and isinstance(v, dict) else v
+        f = self.field(key)
+        return f.default if f is not None else None
+
+    def error(self, key: str) -> str:
+        return self.errors.get(key, "")
+
+    def notes(self) -> list[str]:
+        """The estimate's notes meant for people."""
+        return [n for n in (self.result or {}).get("notes", []) if is_for_people(n)]
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self.history)
+
+    # ------------------------------------------------------------ editing
+    def set(self, key: str, value: Any) -> None:
+        """One field, as a person edits it (None / '' clears it: back to the default)."""
+        if key == "task":
+            return self.set_task(value)
+        if key == "model":
+            return self.set_model(value)
+        d = dict(self.draft)
+        if value is None or value == "" or value == []:
+            d.pop(key, None)
+        else:
+            d[key] = value
+        self._commit(d)
+
+    def set_many(self, changes: dict) -> None:
+        d = dict(self.draft)
+        for k, v in changes.items():
+            if v is None or v == "":
+                d.pop(k, None)
+            else:
+                d[k] = v
+        self._commit(d)
+
+    def set_task(self, task: str | None) -> None:
+        """A new task starts from its defaults (the model stays)."""
+        if not task or task == self.draft.get("task"):
+            return
+        d = {k: self.draft[k] for k in ("model", "architecture") if k in self.draft}
+        self._commit({**d, "task": task})
+
+    def set_model(self, text: str | None) -> None:
+        """A catalog id or alias; a size ('70B') means a size-only decoder. Another family
+        starts from its defaults (the task kept where the family has it); within a family the
+        entries that still apply stay, the model's own sizes reset."""
+        text = (text or "").strip()
+        if not text:
+            return
+        try:
+            get_model(text)
+            known = True
+        except VramplanError:
+            known = False
+        if not known and looks_like_size(text):
+            return self.set_size(text)
+        new = {"model": text}
+        self._switch(new)
+
+    def set_size(self, text: str) -> None:
+        params = parse_params(text)
+        if params is None:
+            d = {k: v for k, v in self.draft.items() if k != "model"}
+            d["architecture"] = {"params": None}
+            self.bad = {"architecture": f"'{text}' is not a parameter count (write e.g. 7B, "
+                                        "350M or 1.5e9)"}
+            self._commit(d, keep_bad=True)
+            return
+        self._switch({"architecture": {"params": int(params) if params.is_integer()
+                                        else params}})
+
+    def set_architecture(self, config: dict) -> None:
+        """A config.json (already parsed): the model becomes that architecture."""
+        self._switch({"architecture": dict(config)})
+
+    def set_family(self, family: str) -> None:
+        """A family choice: its first model when the current one is of another family."""
+        if family in (ALL, OWN) or family == self.family:
+            return
+        if family == NO_MODEL:
+            task = self.draft.get("task")
+            choices = next(f.choices for f in form.fields({}) if f.key == "task") or ()
+            if choices:
+                self._commit({"task": task if task in choices else choices[0]})
+            return
+        if family == SIZE_ONLY:
+            self._switch({"architecture": {"params": 7_000_000_000}})
+            return
+        models = search_models(family=family)
+        if models:
+            self._switch({"model": models[0].id})
+
+    def _switch(self, seed: dict) -> None:
+        """A new model: another family starts from its defaults (task included); within the
+        family the entries that still apply stay and the model's own sizes reset."""
+        old_family, new_family = model_family(self.draft), model_family(seed)
+        if old_family is None and self.scenario is not None:    # after a mistyped id
+            old_family = model_family(self.scenario.to_dict())
+        if new_family is None:                 # unknown id: keep the rest, name the model
+            d = {k: v for k, v in self.draft.items() if k not in ("model", "architecture")}
+            self._commit({**seed, **d})
+            return
+        if new_family != old_family:
+            self._commit(dict(seed))
+            return
+        keep = {k: v for k, v in self.draft.items() if k not in ("model", "architecture")
+                and not (k in BY_NAME and BY_NAME[k].model_given)}
+        d = {**seed, **keep}
+        applies = {f.key for f in form.fields(d)}
+        d = {k: v for k, v in d.items() if k in SEED or k in applies}
+        problems = form.check({**d, "gpu": self.gpu})
+        for k in problems:                      # entries the new model rejects are dropped
+            dk = draft_key(k, d)
+            if dk and dk not in SEED:
+                d.pop(dk, None)
+        self._commit(d)
+
+    def set_gpu(self, gpu: str) -> None:
+        dev = self.db.get(gpu)
+        if dev.id == self.gpu:
+            return
+        self._push()
+        self.gpu = dev.id
+        self.notices = [n for n in self.notices if not n.choices]
+        self.recompute()
+        self._emit({"gpu", "estimate", "notices"})
+
+    def apply(self, plan: dict | Scenario, label: str | None = None) -> None:
+        """Replace the plan (an advisor's plan, an uploaded scenario); undo brings back the
+        previous one."""
+        d = plan.to_dict() if isinstance(plan, Scenario) else dict(plan)
+        gpu = d.pop("gpu", None)
+        self._push()
+        if gpu:
+            try:
+                self.gpu = self.db.get(gpu).id
+            except UnknownIdError as exc:
+                self.notices = [self._gpu_notice(gpu, exc)]
+        d = flat(d)
+        self.draft, self.bad = self._compact(d), {}
+        if label:
+            self.notices = [Notice(label)]
+        self.recompute()
+        self._emit({"draft", "gpu", "estimate", "notices"})
+
+    def undo(self) -> bool:
+        if not self.history:
+            return False
+        snap = self.history.pop()
+        self.draft, self.gpu, self.bad = dict(snap.draft), snap.gpu, dict(snap.bad)
+        self.notices = []
+        self.recompute()
+        self._emit({"draft", "gpu", "estimate", "notices"})
+        return True
+
+    # ------------------------------------------------------------ links
+    def load_query(self, qs: str) -> None:
+        """Open a link: every valid key kept, each bad one named (and kept as typed), the
+        plan shown without the bad ones; the address is left as it was."""
+        draft, bad = draft_from_query(qs)
+        gpu = draft.pop("gpu", None)
+        notices = []
+        if gpu is not None:
+            try:
+                self.gpu = self.db.get(str(gpu)).id
+            except UnknownIdError as exc:
+                notices.append(self._gpu_notice(str(gpu), exc))
+            bad.pop("gpu", None)
+        if not any(k in draft for k in SEED):
+            draft = {**default_draft(), **draft} if draft else default_draft()
+        self.draft, self.bad = draft, bad
+        self.scenario = self.estimate = self.result = None     # a link opens a fresh page
+        self.recompute()
+        if not self.errors:
+            self.draft = self._compact(self.draft)
+            self.recompute()
+        names = ", ".join(sorted(self.errors))
+        if self.errors:
+            notices.append(Notice(f"The link's value of {names} is not valid (see the field); "
+                                  "the plan shown leaves it out.", "error"))
+        self.notices = notices
+        self.query = qs.lstrip("?")
+        self._emit({"draft", "gpu", "estimate", "notices"})
+
+    def _gpu_notice(self, wanted: str, exc: UnknownIdError) -> Notice:
+        offered = tuple(s for s in exc.suggestions if s in {d.id for d in self.db.devices})
+        if not offered:
+            offered = tuple(d for d in POPULAR_GPUS if d in {x.id for x in self.db.devices})
+        return Notice(f"{exc}. Showing {self.device.name if self.device else 'none'} instead; "
+                      "pick one:", "error", offered)
+
+    def _resolve_gpu(self, wanted: str | None) -> str | None:
+        if wanted:
+            try:
+                return self.db.get(wanted).id
+            except UnknownIdError as exc:
+                self.gpu = default_gpu(self.db)
+                self.notices = [self._gpu_notice(wanted, exc)]
+                return self.gpu
+        return default_gpu(self.db)
+
+    def _compact(self, d: dict) -> dict:
+        """The draft without entries its scenario would have anyway (a link's
+        `parallel.data` equal to what `parallel.gpus` gives), so later edits move them."""
+        try:
+            sc = Scenario.from_dict(form.fold({**d, "gpu": self.gpu}))
+        except VramplanError:
+            return d
+        out = dict(d)
+        for k in reversed(list(d)):
+            if k in SEED:
+                continue
+            trial = {x: v for x, v in out.items() if x != k}
+            try:
+                if Scenario.from_dict(form.fold({**trial, "gpu": self.gpu})) == sc:
+                    out = trial
+            except VramplanError:
+                continue
+        return out
+
+    # ------------------------------------------------------------ the plan
+    def _push(self) -> None:
+        self.history.append(Snapshot(dict(self.draft), self.gpu, dict(self.bad)))
+        del self.history[:-HISTORY]
+
+    def _commit(self, d: dict, keep_bad: bool = False) -> None:
+        self._push()
+        if not keep_bad:        # a link's bad value counts while it is left as it was
+            self.bad = {k: v for k, v in self.bad.items()
+                        if (dk := draft_key(k, self.draft)) is not None and dk in d
+                        and d[dk] == self.draft[dk]}
+        self.draft = d
+        self.notices = [n for n in self.notices if n.choices]
+        self.recompute()
+        self._emit({"draft", "estimate", "notices"})
+
+    def _problems(self, d: dict) -> dict:
+        errors = {k: v for k, v in self.bad.items() if draft_key(k, d) is not None}
+        errors.update({k: v for k, v in form.check({**d, "gpu": self.gpu}).items()
+                       if k not in errors and k != "gpu"})
+        return errors
+
+    def _estimate(self, d: dict):
+        sc = Scenario.from_dict(form.fold({**d, "gpu": self.gpu}))
+        return sc, run_estimate(sc, self.device)
+
+    def recompute(self) -> bool:
+        """The form, the problems and (when there are none) the estimate of the draft. With
+        problems the last good plan stays (stale); with none yet, the plan without the bad
+        entries. True when a new estimate was made."""
+        self.fields = form.fields(self.draft)
+        errors = self._problems(self.draft)
+        sc = est = None
+        if not errors and self.device is not None:
+            try:
+                sc, est = self._estimate(self.draft)
+            except VramplanError as exc:
+                errors[getattr(exc, "key", "") or ""] = str(exc).removeprefix(
+                    f"scenario key '{getattr(exc, 'key', '')}': ")
+            except Exception as exc:  # an estimator bug must not take the page down
+                errors[""] = f"The estimate failed: {type(exc).__name__}: {exc}"
+        elif self.device is None:
+            errors.setdefault("gpu", "the hardware database is empty")
+        self.errors = errors
+        if est is None and self.estimate is None and self.device is not None:
+            sc, est = self._fallback()
+            if est is None:
+                return False
+            self.scenario, self.estimate, self.result = sc, est, est.to_dict()
+            self.stale, self.partial = False, bool(errors)
+            return True
+        if est is None:
+            self.stale = self.estimate is not None
+            return False
+        self.scenario, self.estimate, self.result = sc, est, est.to_dict()
+        self.stale = self.partial = False
+        self.query = readable_query(sc.to_query())
+        return True
+
+    def _fallback(self):
+        """The plan of the draft without its bad entries (a link with one bad value), else
+        the default plan."""
+        d = dict(self.draft)
+        for _ in range(len(d) + 1):
+            errors = self._problems(d)
+            if not errors:
+                try:
+                    return self._estimate(d)
+                except VramplanError:
+                    break
+            drop = {draft_key(k, d) for k in errors} - {None}
+            if not drop:
+                break
+            d = {k: v for k, v in d.items() if k not in drop}
+        try:
+            return self._estimate(default_draft())
+        except VramplanError:
+            return None, None
+
+
+def describe_model(draft: dict) -> str:
+    """'size only: a Llama-shaped decoder of 70B parameters' and the like (a hint under the
+    model box); '' for catalog models."""
+    arch = draft.get("architecture")
+    if isinstance(arch, dict) and set(arch) == {"params"} and arch["params"]:
+        return (f"Size only: a Llama-shaped decoder of {format_params(arch['params'])} "
+                "parameters (no catalog entry).")
+    if isinstance(arch, dict):
+        try:
+            spec = spec_from_architecture(arch)
+        except VramplanError:
+            return ""
+        n = getattr(getattr(spec, "arch", None), "param_count", None)
+        size = f", {format_params(n())} parameters" if callable(n) else ""
+        return f"Your own config.json: {spec.family}{size}."
+    return ""

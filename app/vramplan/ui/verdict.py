@@ -1,0 +1,151 @@
+"""The verdict card: fits / does not fit, device used of usable, headroom, the key figures and
+the breakdown chart, all from `Estimate.to_dict()` (the JSON of `vramplan estimate --format
+json`). When the current input is rejected the last good plan stays on screen, dimmed, with
+the reason above it.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping
+
+import ipywidgets as W
+
+from .chart import ChartPanel
+from .section import section
+from .text import count, format_params, gib, message_html
+
+_e = html.escape
+
+
+def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
+    """'meta-llama/Llama-3.1-8B · lora · batch 1 × 2,048 tokens · bf16' from the scenario
+    (`batched`: the form has a batch for it)."""
+    arch = sc.get("architecture")
+    model = sc.get("model") or (
+        f"size-only decoder, {format_params(arch['params'])} params"
+        if isinstance(arch, dict) and arch.get("params") else
+        f"own config ({arch.get('model_type', 'config.json')})" if isinstance(arch, dict)
+        else "")
+    task = sc.get("task", "")
+    size = f"batch {count(sc.get('batch_size', 1))}" if batched else ""
+    if sc.get("seq_len"):
+        size += f" × {count(sc['seq_len'])} tokens"
+    if sc.get("new_tokens"):
+        size += f" + {count(sc['new_tokens'])} new"
+    if sc.get("resolution"):
+        size += (" at " if size else "") + "×".join(str(x) for x in sc["resolution"])
+    if sc.get("frames") and sc["frames"] > 1:
+        size += f", {count(sc['frames'])} frames"
+    if sc.get("steps"):
+        size += f", {count(sc['steps'])} steps"
+    if sc.get("msaa", 1) > 1:
+        size += f", MSAA {sc['msaa']}×"
+    prec = sc.get("precision")
+    prec = prec if isinstance(prec, str) else (prec or {}).get("default", "")
+    if not model:          # model-less workloads: their element type, not a precision
+        prec = sc.get("dtype", "")
+    parts = [model, task, size, prec]
+    if sc.get("checkpointing") not in (None, "none"):
+        parts.append(f"{sc['checkpointing']} checkpointing")
+    par = sc.get("parallel") or {}
+    if par.get("gpus", 1) > 1:
+        parts.append(f"{par['gpus']} GPUs (dp {par.get('data')}, tp {par.get('tensor')}, "
+                     f"pp {par.get('pipeline')}, ZeRO {par.get('zero')})")
+    if sc.get("offload"):
+        parts.append("offload " + ", ".join(sc["offload"]))
+    return " · ".join(_e(str(p)) for p in parts if p)
+
+
+def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
+                 batched: bool = True) -> str:
+    """The verdict banner and the key figures. `usable_bytes`: the GPU's usable memory
+    (default: device used + headroom, the same number); `batched`: the task has a batch."""
+    per = est["per_gpu"]
+    used, head = per["device_used_bytes"], est["headroom_bytes"]
+    usable = usable_bytes if usable_bytes is not None else used + head
+    name, fits = est["gpu"]["name"], est["fits"]
+    title = f"Fits on {_e(name)}" if fits else f"Does not fit on {_e(name)}"
+    detail = f"{gib(head)} headroom" if fits else f"short by {gib(-head)}"
+    pct = used / usable if usable else 0
+    banner = (
+        f"<div class='vp-verdict {'vp-fits' if fits else 'vp-nofit'}'>"
+        f"<div class='vp-verdict-icon'>{'✓' if fits else '✕'}</div>"
+        f"<div class='vp-verdict-main'><div class='vp-verdict-title'>{title}</div>"
+        f"<div class='vp-verdict-sub'>{task_summary(est.get('scenario') or {}, batched)}</div></div>"
+        f"<div class='vp-verdict-fig'><div class='vp-verdict-used'>{gib(used)} "
+        f"<span>of {gib(usable)}</span></div>"
+        f"<div class='vp-verdict-detail'>device used ({pct:.0%}) · {detail}</div></div></div>")
+    mb = est.get("max_batch_size")
+    if not batched:
+        mb_txt, mb_sub = "–", "the task has no batch"
+    else:
+        mb_txt = count(mb) if mb else "none"
+        mb_sub = "largest batch that fits" if mb else "batch 1 does not fit"
+    phase = str(est.get("peak_phase") or "–")
+    kpis = [
+        ("Peak allocated", gib(per["peak_allocated_bytes"]), "live tensors at the peak"),
+        ("Peak reserved", gib(per["peak_reserved_bytes"]), "allocator segments"),
+        ("Device used", gib(used), "what nvidia-smi shows"),
+        ("Max batch size", mb_txt, mb_sub),
+        ("Peak phase", _e(phase), "where memory peaks"),
+    ]
+    cells = "".join(
+        f"<div class='vp-kpi{' vp-kpi-word' if k == 'Peak phase' else ''}'>"
+        f"<div class='vp-k'>{k}</div><div class='vp-v' title='{v}'>{v}</div>"
+        f"<div class='vp-d'>{d}</div></div>" for k, v, d in kpis)
+    return f"<div class='vp-estimate'>{banner}<div class='vp-figs'>{cells}</div></div>"
+
+
+class EstimatePanel(W.VBox):
+    """Verdict, figures and the breakdown chart of `state.result`. `render()` after a state
+    change; `value` is the panel's HTML (tests read it)."""
+
+    def __init__(self, state):
+        self.state = state
+        self.banner = W.HTML()
+        self.status = W.HTML(layout=W.Layout(display="none"))
+        self.chart = ChartPanel(self._chart, height=150, cls="vp-breakdown")
+        self.card = section(None, self.status, self.banner,
+                            W.HTML("<div class='vp-sub-title'>Memory at the peak, per GPU</div>"),
+                            self.chart, cls="vp-estimate-card")
+        super().__init__([self.card])
+        self.add_class("vp-estimate-panel")
+        self._shown = None
+
+    def render(self) -> None:
+        st = self.state
+        est = st.result
+        if st.stale:
+            self.add_class("vp-stale")
+            first = next(iter(st.errors.items()), ("", ""))
+            why = f"{first[0]}: {first[1]}" if first[0] else first[1]
+            self.status.value = message_html(f"The plan is not valid ({why}). Showing the "
+                                             "last valid plan.")
+            self.status.layout.display = ""
+        else:
+            self.remove_class("vp-stale")
+            self.status.value = ""
+            self.status.layout.display = "none"
+        if est is None or est is self._shown:
+            return
+        self._shown = est
+        usable = st.device.usable_bytes if st.device is not None else None
+        self.banner.value = verdict_html(est, usable, batched=st.shown("batch_size"))
+        self.chart.refresh()
+
+    @property
+    def is_stale(self) -> bool:
+        return "vp-stale" in self._dom_classes
+
+    @property
+    def value(self) -> str:
+        return self.status.value + self.banner.value
+
+    def _chart(self):
+        from ..charts import breakdown_chart
+        est = self.state.result
+        if est is None:
+            return breakdown_chart({}, None)
+        usable = self.state.device.usable_bytes if self.state.device is not None else None
+        return breakdown_chart(est["per_gpu"]["components"], usable,
+                               gpu_name=est["gpu"]["name"], fits=est["fits"])
