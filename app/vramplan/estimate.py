@@ -20,6 +20,9 @@ class Estimate(MemoryReport):
 
     footprint: Footprint | None = None
     notes: list = field(default_factory=list)
+    ranks: list = field(default_factory=list)
+    """each distinct rank (pipeline stages): {"rank", "peak_phase", "components",
+    "peak_allocated_bytes", "device_used_bytes"}; per_gpu is the worst"""
 
     def to_dict(self) -> dict:
         """Exactly the JSON of SCENARIO.md, plus peak_phase, phases, notes and source."""
@@ -27,6 +30,8 @@ class Estimate(MemoryReport):
             "peak_phase": self.footprint.peak_phase,
             "phases": {k: dict(v) for k, v in self.footprint.phases.items()},
             "notes": list(self.notes)}
+        if self.ranks:
+            self.sections["ranks"] = list(self.ranks)
         return super().to_dict()
 
 
@@ -74,6 +79,18 @@ def _figures(sc, dev, spec):
     return fp, comps, allocated, reserved, used["total"]
 
 
+def _ranks(fp: Footprint, sc, dev) -> list[dict]:
+    """Each distinct rank's figures (a footprint with `ranks`: pipeline stages)."""
+    out = []
+    for name, r in fp.ranks.items():
+        reserved = overhead.reserved_bytes(r, sc)
+        used = overhead.device_used_bytes(r, sc, traits_of(dev), reserved)
+        out.append({"rank": name, "peak_phase": r.peak_phase, "components": dict(r.components),
+                    "peak_allocated_bytes": r.peak_allocated_bytes,
+                    "device_used_bytes": int(used["total"])})
+    return out
+
+
 def _fits(used: int, dev) -> bool:
     return used <= dev.usable_bytes
 
@@ -98,7 +115,7 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
                     peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                     device_used_bytes=used, fits=_fits(used, dev),
                     headroom_bytes=int(dev.usable_bytes - used), max_batch_size=mb,
-                    bandwidth=bw, notes=notes, source="estimate")
+                    bandwidth=bw, notes=notes, source="estimate", ranks=_ranks(fp, sc, dev))
 
 
 def max_batch_size(scenario, gpu=None, *, spec=None) -> int:

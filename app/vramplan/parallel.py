@@ -4,12 +4,16 @@ Pure functions over counts and bytes. Conventions (say which is assumed):
 * ZeRO-1 shards optimizer states, ZeRO-2 also gradients, ZeRO-3 (FSDP full shard) also
   parameters; FSDP shard-grad-op is ZeRO-2. The shard group is data x context (torchtitan and
   Megatron shard over the flattened dp x cp mesh).
-* Tensor parallel (Megatron / vLLM): attention heads and MLP width split; embeddings and lm_head
-  vocab-parallel; norms replicated. Activations inside a block divide by tp, the block-boundary
-  activations (layer inputs, norms, residuals) only with sequence parallelism.
-* Pipeline (1F1B): each stage holds layers/pp blocks; stage 0 holds up to pp micro-batches in
-  flight, i.e. a full model's worth of layer activations for one micro-batch; stage 0 keeps the
-  embeddings, the last stage the head and logits. We report the worse of first and last stage.
+* Tensor parallel (Megatron / vLLM / torchtitan): attention heads and MLP width split;
+  embeddings and lm_head vocab-parallel; norms replicated. Activations between a column- and a
+  row-parallel linear divide by tp; the norm inputs, the linears' (replicated) inputs, dropout
+  masks and the checkpointed block inputs only with sequence parallelism (Korthikanti et al.
+  2022, Table 2; workloads/transformer/sharding.py). Logits and loss divide by tp only with loss
+  parallelism (torchtitan loss_parallel; Megatron's vocab-parallel cross entropy).
+* Pipeline (1F1B): each stage holds ceil(layers/pp) blocks; stage i holds min(pp - i,
+  micro-batches) micro-batches in flight (PipeDream-flush / Megatron 1F1B warm-up); stage 0
+  keeps the embeddings, the last stage the head (a copy when tied), the logits and the loss.
+  Each distinct stage is estimated; per_gpu is the worst one.
 * Context parallel: each rank holds seq/cp tokens.
 """
 from __future__ import annotations
@@ -90,9 +94,12 @@ def stage_layers(layers: int, pipeline: int) -> int:
     return -(-layers // max(1, pipeline))
 
 
-def pipeline_inflight(pipeline: int, micro_batches: int) -> int:
-    """1F1B: stage 0 holds min(pp, micro-batches) micro-batches of activations at once."""
-    return max(1, min(pipeline, micro_batches)) if pipeline > 1 else 1
+def pipeline_inflight(pipeline: int, micro_batches: int, stage: int = 0) -> int:
+    """1F1B: stage i runs pp - i warm-up forwards before its first backward, so it holds
+    min(pp - i, micro-batches) micro-batches of activations at once (stage 0: pp)."""
+    if pipeline <= 1:
+        return 1
+    return max(1, min(pipeline - stage, micro_batches))
 
 
 def nccl_bytes(layout: Layout) -> int:

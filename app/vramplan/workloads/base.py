@@ -43,6 +43,9 @@ class Footprint:
     """least the caching allocator holds at the peak, from the workload's allocation history
     (e.g. a sequence of ever larger buffers whose freed segments are too small to reuse);
     0 when the generic slack model suffices. Reserved = max(allocated + slack, this floor)."""
+    ranks: dict[str, "Footprint"] = field(default_factory=dict)
+    """optional: the footprint of each distinct rank when ranks differ (pipeline stages), by
+    name; this footprint is the worst of them. estimate.py reports each in a `ranks` section"""
 
     @property
     def peak_allocated_bytes(self) -> int:

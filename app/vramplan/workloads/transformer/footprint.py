@@ -16,8 +16,9 @@ from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype, plan_warnings
 from ..base import Footprint
 from . import traffic
+from . import sharding
 from .activations import (Kernels, dropout_flags, inference_coeff, layer_coeffs,
-                                      score_bytes_inference, selective_coeff, upcasts_softmax)
+                          score_bytes_inference, selective_coeff, upcasts_softmax)
 
 MiB = 2**20
 # Modules LoRA target names map to (HF Llama, GPT-2, BERT, T5, Falcon/NeoX/BLOOM names).
@@ -106,6 +107,9 @@ class _Ctx:
         else:
             self.embed_g = int((emb + head) / tp)
         self.params_g = self.blocks_g + self.norms_g + self.embed_g
+        tied_copy = arch.vocab * arch.hidden if arch.kind != "encoder" else 0
+        self._emb, self._head = emb, (head or tied_copy)   # last stage: head, a copy when tied
+        self.stage, self.first, self.last = 0, True, True
         self.layer_params = int(blocks / max(1, L) / tp)
         self.largest_param = int(max(arch.vocab * arch.hidden / tp,
                                      arch.hidden * max(arch.ffn, arch.moe_ffn) / tp))
@@ -350,7 +354,35 @@ class _Ctx:
         return fp
 
     # ---- training ------------------------------------------------------------------------
+    def set_stage(self, i: int) -> None:
+        """Pipeline stage i of pp: its blocks, the embedding on stage 0, the head (a copy when
+        tied) on the last stage."""
+        pp, tp = self.L.pipeline, self.L.tensor
+        self.stage, self.first, self.last = i, i == 0, i == pp - 1
+        self.embed_g = int(((self._emb if self.first else 0)
+                            + (self._head if self.last else 0)) / tp)
+        self.params_g = self.blocks_g + self.norms_g + self.embed_g
+
     def train(self) -> Footprint:
+        pp = self.L.pipeline
+        if pp <= 1:
+            return self.train_stage()
+        base, ranks = list(self.notes), {}
+        for i in sharding.stages(pp):
+            self.set_stage(i)
+            self.notes = list(base)
+            ranks[sharding.stage_name(i, pp)] = self.train_stage()
+        worst = max(ranks, key=lambda k: ranks[k].peak_allocated_bytes)
+        fp = ranks[worst]
+        fp.notes.append(
+            f"pipeline {pp} (1F1B): each stage holds {par.stage_layers(self.arch.total_layers, pp)}"
+            " blocks and min(pp - i, micro-batches) micro-batches in flight; stage 0 the "
+            "embedding, the last stage the head, logits and loss; per_gpu is the worst stage, "
+            f"{worst} (every stage: the ranks section)")
+        fp.ranks = ranks
+        return fp
+
+    def train_stage(self) -> Footprint:
         sc, a, L = self.sc, self.arch, self.L
         task = sc.task
         optim = sc.optimizer or "adamw"
@@ -408,25 +440,26 @@ class _Ctx:
         sbh = T * a.hidden
         c, sc_coef = layer_coeffs(a, k, keep)
         tp = L.tensor
-        if tp > 1:
-            rep = 0 if "sequence-parallel" in self.opts else c * 10 / 34
-            c = (c - rep) / tp + rep
-            sc_coef /= tp
+        sp = tp > 1 and "sequence-parallel" in self.opts
+        c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)
+        seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
         scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
         layer_full = c * sbh + scores
         nl = par.stage_layers(a.total_layers, L.pipeline)
-        inflight = par.pipeline_inflight(L.pipeline, ga)
+        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
         nl_live = nl * inflight
         r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
         ckpt = sc.checkpointing or "none"
         if ckpt == "full":
-            kept = 0 if "activations" in self.off else nl_live * r * sbh
+            kept = 0 if "activations" in self.off else nl_live * r * sbh / seq_div
             acts = kept + layer_full
         elif ckpt == "selective":
             acts = nl_live * selective_coeff(a, k) * sbh
         else:
             acts = nl_live * layer_full
-        acts += (2 * r + self.p) * sbh          # embedding output, final norm, head input
+        # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
+        acts += ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
+        acts += (self.p * sbh if self.last else 0)
         if a.kind == "encoder-decoder":
             self.notes.append("encoder-decoder: decoder blocks counted like encoder blocks at "
                               "seq_len (cross-attention approximated)")
@@ -434,7 +467,10 @@ class _Ctx:
         ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
         bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
             2 * self.p * self.b * a.heads * self.s ** 2 / tp if k.attention == "eager" else 0)
-        logits = self.logits_peak(T, True) if L.pipeline == 1 or True else 0
+        if sp:   # the all-gathered full-sequence input of a column-parallel linear
+            bwd_tmp += self.p * sbh
+        bwd_tmp += sharding.ring_buffers(a, self.p, T, tp, L.context)
+        logits = self.logits_peak(T, True) if self.last else 0
 
         # autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
         # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead

@@ -1,0 +1,78 @@
+"""How tensor, sequence and pipeline parallelism divide one transformer block's saved tensors.
+
+Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+Table 2; Megatron-LM): per layer, TP alone keeps sbh(10 + 24/t + 5as/(ht)); TP with sequence
+parallelism sbh(34/t + 5as/(ht)); full recomputation keeps the block input, 2sbh (2sbh/t with
+SP). The 10sbh TP leaves whole are the two norm inputs (2 x 2sbh), the inputs of the QKV and
+first MLP linears (the replicated norm outputs a column-parallel linear reads, 2 x 2sbh) and the
+two dropout masks after the row-parallel linears' all-reduce (2 x sbh). Everything between a
+column- and a row-parallel linear (q, k, v, scores, attention output, MLP hidden) is split by
+heads / width. Sequence parallelism splits the replicated part along the sequence: the norm and
+dropout regions run on s/t tokens, the linears' inputs are all-gathered (Megatron saves the
+sharded input and gathers it again in backward: one full-sequence buffer live at a time) and
+the row-parallel outputs reduce-scattered.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .activations import Kernels, layer_coeffs
+
+
+def _norm_coeff(arch, k: Kernels) -> float:
+    """Bytes per token per hidden unit a norm saves (same rule as activations.layer_coeffs)."""
+    r = 4 if (k.mixed or k.p == 4) else k.p
+    if k.compile:
+        return r
+    if arch.norm == "rmsnorm":
+        return 4 + (4 if k.mixed else k.p)
+    return r
+
+
+def replicated_coeff(arch, k: Kernels, keep: dict | None = None) -> float:
+    """sbh coefficient of a block's saved tensors that tensor parallelism without sequence
+    parallelism keeps whole on every rank (10 for Korthikanti's p = 2 layer with dropout)."""
+    keep = keep or {"qkv": True, "o": True, "up": True, "down": True}
+    # the two hidden-dropout masks: what the dropout switch adds to the walk (1 B each)
+    masks = layer_coeffs(arch, k, keep)[0] - layer_coeffs(arch, replace(k, dropout=False), keep)[0]
+    lin = 1.0 if k.float8 else k.p
+    lin_mixed = 2 if k.mixed else lin
+    c = 2 * _norm_coeff(arch, k)
+    c += lin_mixed * (int(bool(keep["qkv"])) + int(bool(keep["up"])))
+    c += masks
+    return c
+
+
+def tp_layer(c: float, score: float, rep: float, tensor: int, sp: bool) -> tuple[float, float]:
+    """(sbh coefficient, score coefficient) per rank of one block under `tensor`-way TP: the
+    split part over t, the replicated part `rep` whole (or over t with sequence parallelism)."""
+    t = max(1, tensor)
+    if t == 1:
+        return c, score
+    rep = min(rep, c)
+    return (rep / t if sp else rep) + (c - rep) / t, score / t
+
+
+def ring_buffers(arch, p: int, tokens: int, tensor: int, context: int) -> int:
+    """Context parallel (ring attention, torch context_parallel / Megatron CP): each rank keeps
+    seq/cp tokens (`tokens` is already per rank) and, in a block's backward, receives the next
+    neighbour's K and V while it sends its own and rotates the dK / dV partial sums: two K/V
+    sized pairs in flight beyond the ones saved. 0 without context parallelism."""
+    if context <= 1:
+        return 0
+    kvw = 2 * arch.kv_heads * arch.head_dim / max(1, tensor)   # K and V of this rank's heads
+    return int(2 * p * tokens * kvw)
+
+
+def stages(pipeline: int) -> list[int]:
+    """Distinct pipeline stages to report: the first (embedding, most micro-batches in flight),
+    the second (the busiest stage without the embedding) when there are more than two, the last
+    (head, logits and loss, one micro-batch)."""
+    pp = max(1, pipeline)
+    return sorted({0, min(1, pp - 1) if pp > 2 else 0, pp - 1})
+
+
+def stage_name(i: int, pipeline: int) -> str:
+    if pipeline > 2 and i == 1:
+        return f"stage 1 (stages 1-{pipeline - 2})" if pipeline > 3 else "stage 1"
+    return f"stage {i}"
