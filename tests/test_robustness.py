@@ -43,7 +43,7 @@ QUANT = ["fp8", "int8", "int4", "nf4"]
 FLOAT = ["fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed"]
 CONTRACT = {"scenario", "gpu", "per_gpu", "fits", "headroom_bytes", "max_batch_size",
             "bandwidth", "recommendations"}
-EXTRA_OUT = {"peak_phase", "phases", "notes", "source"}       # documented in estimate.to_dict
+EXTRA_OUT = {"peak_phase", "phases", "notes", "source", "ranks"}   # estimate.to_dict; ranks: pipeline stages
 STANDARD = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary",
             "cuda_context", "allocator_slack")
 

@@ -1,0 +1,253 @@
+"""Transformer training phases per GPU: forward end, start of backward (the loss backward with
+the logits buffers), optimizer step; per pipeline stage when the layout has one (parallel.py,
+sharding.py). A mixin of footprint._Ctx, which holds the scenario's shared quantities."""
+from __future__ import annotations
+
+from ... import optimizers as opt_mod
+from ... import parallel as par
+from ... import precision as prec_mod
+from ...errors import ScenarioError
+from ...hardware.capabilities import compute_dtype
+from ..base import Footprint
+from . import sharding, traffic
+from .activations import layer_coeffs, selective_coeff
+from .lora import lora_modules
+
+
+class Training:
+    """Training methods of footprint._Ctx (uses its fields: sc, arch, L, b, s, p, mixed, ...)."""
+
+    # ---- training ------------------------------------------------------------------------
+    def set_stage(self, i: int) -> None:
+        """Pipeline stage i of pp: its blocks, the embedding on stage 0, the head (a copy when
+        tied) on the last stage."""
+        pp, tp = self.L.pipeline, self.L.tensor
+        self.stage, self.first, self.last = i, i == 0, i == pp - 1
+        self.embed_g = int(((self._emb if self.first else 0)
+                            + (self._head if self.last else 0)) / tp)
+        self.params_g = self.blocks_g + self.norms_g + self.embed_g
+
+    def train(self) -> Footprint:
+        pp = self.L.pipeline
+        if pp <= 1:
+            return self.train_stage()
+        base, ranks = list(self.notes), {}
+        for i in sharding.stages(pp):
+            self.set_stage(i)
+            self.notes = list(base)
+            ranks[sharding.stage_name(i, pp)] = self.train_stage()
+        worst = max(ranks, key=lambda k: ranks[k].peak_allocated_bytes)
+        fp = ranks[worst]
+        fp.notes.append(
+            f"pipeline {pp} (1F1B): each stage holds {par.stage_layers(self.arch.total_layers, pp)}"
+            " blocks and min(pp - i, micro-batches) micro-batches in flight; stage 0 the "
+            "embedding, the last stage the head, logits and loss; per_gpu is the worst stage, "
+            f"{worst} (every stage: the ranks section)")
+        fp.ranks = ranks
+        return fp
+
+    def train_stage(self) -> Footprint:
+        sc, a, L = self.sc, self.arch, self.L
+        task = sc.task
+        optim = sc.optimizer or "adamw"
+        ga = int(sc.gradient_accumulation or 1)
+        lora = task in ("lora", "qlora")
+        group = L.shard_group
+        div = par.shard_divisors(L.zero, group)
+        opt_off = "optimizer" in self.off
+        par_off = "params" in self.off
+
+        pb = prec_mod.param_bytes(self.prec)
+        if lora:
+            fmt = "nf4" if task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
+            base = self.base_weight_bytes(fmt)
+            keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
+            n_train = self._adapter_params(mats)
+            tb = self._adapter_dtype()
+            weights = par.shard(base, div["weights"]) + n_train * tb
+            largest = max(i * o for i, o in mats) if mats else 0
+            self.notes.append("LoRA: frozen base in its precision; adapters, their gradients and "
+                              f"optimizer states in {tb * 8}-bit (torchtune / PEFT<0.12 "
+                              "convention); frozen linears keep no input for backward unless "
+                              "adapted")
+        else:
+            keep = None
+            n_train = self.params_g
+            tb = pb
+            weights = par.shard(pb * n_train, div["weights"])
+            largest = self.largest_param
+        grads_full = par.shard(tb * n_train, div["gradients"])
+        states = par.shard(opt_mod.state_bytes(optim, n_train, tb, self._matrices(lora)),
+                           div["optimizer_states"])
+        paged = optim == "paged-adamw-8bit"
+        if opt_off:
+            states = 0
+        if par_off and L.zero < 3:
+            raise ScenarioError(
+                "offload", f"'params' needs sharded parameters: set parallel.zero to 3 (FSDP "
+                f"FULL_SHARD with CPUOffload(offload_params=True), or DeepSpeed ZeRO-3 with "
+                f"offload_param / ZeRO-Infinity; one GPU works too: gpus 1, zero 3). With zero "
+                f"{L.zero}, PyTorch DDP / DeepSpeed ZeRO-{L.zero} keep every parameter on the GPU")
+        if par_off:   # FSDP CPUOffload(offload_params=True): gradients and the step on the CPU
+            weights = states = grads_full = 0
+        impl = "loop" if self.legacy else "foreach"
+        if "fused-optimizer" in self.opts:
+            impl = "fused"
+        in_bwd = "optimizer-in-backward" in self.opts
+        step_tmp = 0 if (opt_off or par_off) else par.shard(
+            opt_mod.step_temporary_bytes(optim, n_train, tb, largest, impl),
+            div["optimizer_states"] if impl == "foreach" else 1)
+
+        # activations -------------------------------------------------------------------------
+        k = self.kernels(True)
+        T = self.tokens()
+        sbh = T * a.hidden
+        c, sc_coef = layer_coeffs(a, k, keep)
+        tp = L.tensor
+        sp = tp > 1 and "sequence-parallel" in self.opts
+        c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)
+        seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
+        scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
+        layer_full = c * sbh + scores
+        nl = par.stage_layers(a.total_layers, L.pipeline)
+        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
+        nl_live = nl * inflight
+        r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
+        ckpt = sc.checkpointing or "none"
+        if ckpt == "full":
+            kept = 0 if "activations" in self.off else nl_live * r * sbh / seq_div
+            acts = kept + layer_full
+        elif ckpt == "selective":
+            acts = nl_live * selective_coeff(a, k) * sbh
+        else:
+            acts = nl_live * layer_full
+        # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
+        acts += ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
+        acts += (self.p * sbh if self.last else 0)
+        if a.kind == "encoder-decoder":
+            self.notes.append("encoder-decoder: decoder blocks counted like encoder blocks at "
+                              "seq_len (cross-attention approximated)")
+        # one block's backward: gradients of its widest tensors
+        ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
+        bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
+            2 * self.p * self.b * a.heads * self.s ** 2 / tp if k.attention == "eager" else 0)
+        if sp:   # the all-gathered full-sequence input of a column-parallel linear
+            bwd_tmp += self.p * sbh
+        bwd_tmp += sharding.ring_buffers(a, self.p, T, tp, L.context)
+        logits = self.logits_peak(T, True) if self.last else 0
+
+        # autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
+        # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead
+        cast_cache = 0
+        if self.mixed and not self.fsdp_mp:
+            cast_cache = 2 * (self.blocks_g if not lora else 0)
+        fsdp_ws = 0
+        if L.zero >= 3 and (group > 1 or par_off):
+            cb = 2 if (self.mixed or self.p == 2) else 4
+            fsdp_ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if lora else pb)
+            fsdp_ws += self.embed_g * cb // max(1, 1)  # head / embedding gathered for logits
+        persist = ga > 1 or self.legacy
+        grads_at_bwd = grads_full if persist else 0
+        if in_bwd:
+            grads_at_bwd = 0
+        held_grad = 0
+        if in_bwd:
+            # a tied embedding's gradient accumulates from the head and the input embedding, so
+            # it is held through the whole backward before its update can run
+            held_grad = tb * (self.embed_g if a.tied_embeddings and not lora else largest)
+        ckpt_cache = cast_cache if ckpt != "full" else 0
+        fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
+                   "optimizer_states": states, "activations": int(acts),
+                   "temporary": cast_cache + fsdp_ws}
+        bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad,
+               "optimizer_states": states,
+               "activations": int(acts + max(logits, bwd_tmp)),
+               "temporary": ckpt_cache + fsdp_ws}
+        phases = {"forward": fwd_end, "backward": bwd}
+        if not in_bwd and optim != "none":
+            phases["optimizer-step"] = {"weights": weights, "gradients": grads_full,
+                                        "optimizer_states": states, "temporary": step_tmp}
+        else:
+            phases["backward-end"] = {"weights": weights,
+                                      "gradients": grads_full if not in_bwd else held_grad,
+                                      "optimizer_states": states,
+                                      "temporary": fsdp_ws + (step_tmp if in_bwd else 0)}
+        peak = max(phases, key=lambda p: sum(phases[p].values()))
+        comps = dict(phases[peak])
+        self._train_notes(optim, impl, persist, paged, lora)
+        if par_off:
+            self.notes.append("offload 'params' with ZeRO-3: FSDP CPUOffload(offload_params="
+                              "True) (DeepSpeed ZeRO-Infinity with offload_param and "
+                              "offload_optimizer alike): parameters, their gradients and the "
+                              "optimizer step live on the CPU; each unit is copied in and "
+                              "gathered for its forward and backward, so the GPU holds the unit "
+                              "being computed, one prefetched and the unit's unsharded gradients "
+                              "before they go to the CPU (temporary)")
+        # the largest tensor live at the peak: after backward only parameter-sized ones remain
+        big = largest * tb if peak in ("optimizer-step", "backward-end") else \
+            max(logits / 3 if logits else 0, layer_full / 8, largest * tb)
+        fp = self._fp(comps, peak, phases, int(big))
+        if paged and not opt_off:  # bitsandbytes paged states live in CUDA unified memory
+            for ph in phases.values():
+                ph["optimizer_states"] = 0
+            fp.components["optimizer_states"] = 0
+            fp.extra_device_bytes["paged_optimizer_states"] = states
+        # each forward / backward pass reads the weights it computes with: under ZeRO-3 the
+        # all-gathered 16-bit units (the whole stage passes through the working set)
+        w_pass = weights
+        if L.zero >= 3 and (group > 1 or par_off):
+            cb = 2 if (self.mixed or self.p == 2) else 4
+            w_pass = self.base_weight_bytes(fmt) if lora else self.params_g * cb
+        steps_bytes = (w_pass * (3 if ckpt == "full" else 2) + 2 * grads_full) * ga \
+            + 2 * (states + weights + grads_full) + 2 * int(acts) * ga
+        fp.bandwidth = {"bytes_per_step": int(steps_bytes), "tokens_per_step": T * ga,
+                        "flops_per_step": traffic.train_flops(self, self.b * self.s * ga, lora,
+                                                              ckpt),
+                        "compute_dtype": compute_dtype(self.prec, self.opts)}
+        if par_off:
+            fp.bandwidth["host_link_bytes_per_step"] = int(
+                2 * self.params_g * pb / max(1, group))   # each shard in, forward and backward
+        return fp
+
+    def _matrices(self, lora: bool):
+        """(rows, cols, count) of the 2-D weights, for Adafactor's factored second moment."""
+        a = self.arch
+        if lora:
+            return None
+        h, q, kv = a.hidden, a.heads * a.head_dim, a.kv_heads * a.head_dim
+        f = a.ffn
+        per = [(q, h, 1), (kv, h, 2), (h, q, 1), (f, h, 3 if a.gated_mlp else 1),
+               (h, f, 1)]
+        L = a.total_layers
+        mats = [(r, c, n * L) for r, c, n in per]
+        mats.append((a.vocab, h, 1 if a.tied_embeddings else 2))
+        return mats
+
+    def _train_notes(self, optim, impl, persist, paged, lora):
+        prec = self.prec
+        if self.mixed and not self.fsdp_mp:
+            self.notes.append(f"{prec}: PyTorch AMP convention: fp32 parameters + fp32 "
+                              "gradients + fp32 optimizer states (16 B/param with Adam), and "
+                              "autocast's 16-bit copies of the linear weights cached during "
+                              "forward")
+        elif self.fsdp_mp:
+            self.notes.append(f"{prec} with FSDP: fp32 sharded parameters, gradients and states; "
+                              "16-bit all-gathered units and 16-bit compute")
+        elif prec in ("bf16", "fp16") and not lora:
+            self.notes.append(f"pure {prec}: torch optimizers keep states in the parameter dtype "
+                              "(AdamW: 2 + 2 + 2x2 = 8 B/param)")
+        if optim in ("adam", "adamw"):
+            self.notes.append({"foreach": "Adam foreach (CUDA default since torch 2.0): one "
+                                          "temporary copy of exp_avg_sq at the step",
+                               "fused": "fused Adam: no step temporary",
+                               "loop": "Adam per-tensor loop (torch 1.x / transformers AdamW): "
+                                       "one parameter's temporary at the step"}[impl])
+        if persist:
+            self.notes.append("gradients stay allocated across micro-batches / zero_grad without "
+                              "set_to_none (torch 1.x) and are live during forward")
+        if paged:
+            self.notes.append("paged 8-bit states live in CUDA unified memory (not in torch's "
+                              "allocator); they can be evicted to host under memory pressure")
+        if self.legacy:
+            self.notes.append("pre-Ampere GPU: the torch 1.x-era stack is assumed (eager CUDA "
+                              "module loading, per-tensor optimizer loop, zero_grad to zeros)")
