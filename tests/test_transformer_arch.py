@@ -2,7 +2,8 @@
 import pytest
 
 from vramplan.catalog import get_model
-from vramplan.catalog.transformer_arch import arch_from_config, generic_decoder
+from vramplan.catalog.hf_config import arch_from_config
+from vramplan.catalog.transformer_arch import generic_decoder
 from vramplan.errors import ScenarioError
 
 

@@ -20,7 +20,8 @@ from typing import Iterable
 
 from ..errors import ScenarioError, UnknownIdError, VramplanError
 from ..vocab import TRANSFORMER_FAMILIES
-from .transformer_arch import TransformerArch, arch_from_config, generic_decoder
+from .hf_config import arch_from_config
+from .transformer_arch import TransformerArch, generic_decoder
 
 __all__ = ["ModelSpec", "Catalog", "AmbiguousModelError", "CatalogError", "get_model",
            "resolve_name", "list_models", "spec_from_architecture", "default_catalog",

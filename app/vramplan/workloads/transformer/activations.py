@@ -9,14 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# HF modules whose eager attention runs softmax in fp32 for 16-bit inputs (softmax(..., dtype=
-# torch.float32) then a cast back): Llama-family, OPT (fp16), GPTBigCode, T5, BLOOM, Falcon,
-# NeoX. BERT/RoBERTa and GPT-2 (reorder_and_upcast_attn=False) keep the input dtype.
-_NO_UPCAST = {"bert", "roberta", "gpt2"}
-# Dropout in the reference configs (attention/hidden dropout 0.1): BERT, RoBERTa, GPT-2, OPT
-# (dropout 0.1, attention_dropout 0.0), T5 (dropout_rate 0.1). Llama-family configs have none.
-_DROPOUT_HIDDEN = {"bert", "roberta", "gpt2", "opt", "t5", "mt5", "gpt_bigcode"}
-_DROPOUT_ATTN = {"bert", "roberta", "gpt2", "t5", "mt5", "gpt_bigcode"}
+from ...catalog import hf_config
+
 # OPT eager clamps masked scores with torch.max(scores, finfo.min): maximum() saves its 16-bit
 # input, one more score-sized tensor (transformers OPTAttention, 4.2x-4.4x).
 _SCORE_CLAMP = {"opt"}
@@ -33,12 +27,23 @@ class Kernels:
     float8: bool = False
 
 
-def upcasts_softmax(model_type: str) -> bool:
-    return model_type not in _NO_UPCAST
+def upcasts_softmax(arch) -> bool:
+    """Eager attention runs softmax in fp32 for 16-bit inputs: `TransformerArch.softmax_upcast`
+    (a bare model_type: its HF class's behaviour, catalog.hf_config.upcasts_softmax)."""
+    if isinstance(arch, str):
+        return hf_config.upcasts_softmax(arch)
+    return arch.softmax_upcast
 
 
-def dropout_flags(model_type: str, training: bool) -> tuple[bool, bool]:
-    return (training and model_type in _DROPOUT_HIDDEN, training and model_type in _DROPOUT_ATTN)
+def dropout_flags(arch, training: bool) -> tuple[bool, bool]:
+    """(hidden dropout, attention dropout) active in a step: `TransformerArch.dropout`, the one
+    decision the tracer's modules read too. A bare model_type is taken with its HF config
+    class's dropout (catalog.hf_config.default_dropout): what a config that names none gets."""
+    if isinstance(arch, str):
+        hid, att = hf_config.default_dropout(arch) if training else (0.0, 0.0)
+    else:
+        hid, att = arch.dropout(training)
+    return hid > 0, att > 0
 
 
 def _widths(arch) -> tuple[float, float, float]:
@@ -57,26 +62,26 @@ def _widths(arch) -> tuple[float, float, float]:
     return qr, kvr, f
 
 
-def score_bytes_saved(model_type: str, k: Kernels) -> float:
+def score_bytes_saved(arch, k: Kernels) -> float:
     """Eager attention, training: bytes kept per score element. Softmax output in its dtype,
     the 1-byte dropout mask, the dropped (or cast) probabilities the PV matmul saves, and OPT's
     clamp input. Flash / SDPA: 0 (scores are recomputed in the backward kernel)."""
     if k.attention != "eager":
         return 0.0
-    _, attn_drop = dropout_flags(model_type, True) if k.dropout else (False, False)
-    sdt = 4 if (k.mixed or k.p == 4 or upcasts_softmax(model_type)) else k.p
+    _, attn_drop = dropout_flags(arch, True) if k.dropout else (False, False)
+    sdt = 4 if (k.mixed or k.p == 4 or upcasts_softmax(arch)) else k.p
     b = sdt + (1 if attn_drop else 0)
     if attn_drop or sdt != k.p:
         b += k.p
-    if model_type in _SCORE_CLAMP:
+    if arch.model_type in _SCORE_CLAMP:
         b += k.p
     return b
 
 
-def score_bytes_inference(model_type: str, p: int, mixed: bool) -> float:
+def score_bytes_inference(arch, p: int, mixed: bool) -> float:
     """Eager attention under no_grad: one layer's scores (input dtype) and the softmax output
     (fp32 where the model upcasts) are alive together."""
-    sdt = 4 if (mixed or p == 4 or upcasts_softmax(model_type)) else p
+    sdt = 4 if (mixed or p == 4 or upcasts_softmax(arch)) else p
     return (4 if p == 4 else p) + sdt
 
 
@@ -88,7 +93,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     adapter on it needs it. Norm, activation-function and attention tensors stay (the gradient
     flows through them)."""
     p, r = k.p, (4 if (k.mixed or k.p == 4) else k.p)
-    hid_drop, _ = dropout_flags(arch.model_type, True) if k.dropout else (False, False)
+    hid_drop, _ = dropout_flags(arch, True) if k.dropout else (False, False)
     qr, kvr, f = _widths(arch)
     keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
     lin = (1.0 if k.float8 else p)   # float8 linears save fp8 inputs (+ tiny scales)
@@ -131,7 +136,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
     c += 1 if hid_drop else 0                  # dropout mask after MLP
-    return c, score_bytes_saved(arch.model_type, k)
+    return c, score_bytes_saved(arch, k)
 
 
 def selective_coeff(arch, k: Kernels) -> float:
