@@ -401,3 +401,24 @@ def test_a_scenario_json_upload_applies_and_undo_restores(app):
     assert "plan.json" in app.notices.value and not app.notices.undo.disabled
     app.notices.undo.click()
     assert app.scenario == before
+
+
+def test_an_advisor_plan_applies_with_one_click_and_undo_restores(charted):
+    app = charted
+    app.state.apply({"model": LLAMA, "task": "train", "batch_size": 4, "seq_len": 4096,
+                     "gpu": "nvidia-rtx-4090"})
+    before = app.scenario
+    assert not app.estimate.fits
+    adv = app.state.advice
+    assert adv is not None and adv.plans
+    assert "Plan 1" in app.advisor.value and "saves" in app.advisor.value
+    assert "savings" in available(app.state)
+    app.explore.view.value = "savings"
+    assert app.explore.shown_view == "savings" and "Today" in json.dumps(app.chart.spec)
+    app.advisor.buttons[0].click()                     # the cheapest plan
+    assert app.scenario == adv.plans[0].scenario and app.estimate.fits
+    assert "Applied" in app.notices.value and "?" not in app.url.query[:1]
+    assert Scenario.from_query(app.url.query) == app.scenario
+    app.notices.undo.click()
+    assert app.scenario == before and not app.estimate.fits
+    assert "Room to grow" not in app.advisor.value

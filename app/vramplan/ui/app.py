@@ -4,7 +4,8 @@
         [controls]                 [results]
          WorkloadForm               NoticeBar (a link's problems, undo)
            ModelPicker + fields     EstimatePanel (verdict, figures, breakdown chart)
-         GpuPicker                  ExplorePanel (memory vs batch, GPUs compared, bandwidth, ...)
+         GpuPicker                  AdvisorPanel (plans and changes, applied with one click)
+                                    ExplorePanel (memory vs batch, GPUs compared, savings, ...)
                                     Details (bandwidth figures, notes)
                                     DeviceCard (the chosen GPU)
                                     ExportPanel (link, JSON downloads, scenario upload)
@@ -21,6 +22,7 @@ import ipywidgets as W
 
 from .. import __version__
 from ..scenario import Scenario
+from .advisor import AdvisorPanel
 from .details import Details
 from .device_card import DeviceCard
 from .explore import ExplorePanel
@@ -68,6 +70,7 @@ class App(W.VBox):
         self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
+        self.advisor = AdvisorPanel(st)
         self.explore = ExplorePanel(st)
         self.chart = self.explore.chart
         self.details = Details(st)
@@ -84,7 +87,8 @@ class App(W.VBox):
         self.controls = W.VBox([self.workload, self.picker])
         self.controls.add_class("vp-controls")
         gpu_title = W.HTML("<div class='vp-group-title'>The GPU</div>")
-        self.results = W.VBox([self.notices, self.panel, self.explore, self.details,
+        self.results = W.VBox([self.notices, self.panel, self.advisor, self.explore,
+                               self.details,
                                gpu_title, self.card, self.export])
         self.results.add_class("vp-results")
         body = W.Box([self.controls, self.results])
@@ -102,8 +106,9 @@ class App(W.VBox):
             self.panel.chart.load_in_background()
         else:
             self.panel.chart.load()
-        self.explore.enabled = True
+        self.explore.enabled = self.advisor.enabled = True
         self.explore.update()
+        self.advisor.render()
 
     # -- layout hooks for later panels
     def add_control(self, widget: W.Widget) -> None:
@@ -153,6 +158,7 @@ class App(W.VBox):
             if dev is not None:
                 self.card.show(dev, self.db.sources)
         self.panel.render()
+        self.advisor.render()
         self.explore.render()
         self.details.render()
         self.export.render()

@@ -6,6 +6,7 @@
     bandwidth  what a step needs against what the GPU sustains
     roofline   arithmetic intensity against the GPU's compute and memory ceilings
     phases     memory by component at the top of each phase of the step
+    savings    the advisor's changes as a waterfall from today's peak to what fits
     hierarchy  the chosen GPU's memory hierarchy
     landscape  capacity against bandwidth of every GPU in the database
 
@@ -24,9 +25,9 @@ from .jobs import Jobs
 from .section import section
 from .text import message_html
 
-VIEWS = {"curve": "Memory vs batch", "compare": "GPUs compared", "bandwidth": "Bandwidth",
-         "roofline": "Roofline", "phases": "Phases", "hierarchy": "Memory hierarchy",
-         "landscape": "All GPUs"}
+VIEWS = {"curve": "Memory vs batch", "compare": "GPUs compared", "savings": "Savings",
+         "bandwidth": "Bandwidth", "roofline": "Roofline", "phases": "Phases",
+         "hierarchy": "Memory hierarchy", "landscape": "All GPUs"}
 METRICS = {"headroom": "headroom", "max_batch": "max batch", "usable": "usable memory"}
 TOP = 24                 # bars in the comparison (the chosen GPU always stays)
 CURVE_CAP = 8192
@@ -41,6 +42,10 @@ def available(state) -> list[str]:
         out.append("curve")
     if est:
         out.append("compare")
+    adv = state.advice
+    if adv is not None and any(r.saves_bytes > 0 for r in adv.recommendations) and (
+            adv.plans or not adv.fits):
+        out.append("savings")
     if bw.get("bytes_per_step") or bw.get("needed_bandwidth_gbs"):
         out.append("bandwidth")
     if bw.get("flops_per_step") and bw.get("bytes_per_step"):
@@ -113,6 +118,14 @@ def build(view: str, snap: dict) -> Any:
             metric = "headroom"
         return C.gpu_comparison_chart(comparison_rows(sc, db, snap["batched"]), metric=metric,
                                       selected=dev.id, top=TOP)
+    if view == "savings":
+        adv = snap["advice"]
+        plan = None
+        if adv.plans:
+            p = adv.plans[0]
+            plan = {"steps": p.changes, "estimate": p.estimate.to_dict()}
+        return C.savings_waterfall_chart(adv.to_dict(full=False), estimate=est, plan=plan,
+                                         usable_bytes=dev.usable_bytes, gpu_name=dev.name)
     if view == "bandwidth":
         return C.bandwidth_chart(est, gpu_name=dev.name)
     if view == "roofline":
@@ -122,7 +135,27 @@ def build(view: str, snap: dict) -> Any:
         return C.phases_chart(est)
     if view == "hierarchy":
         return C.hierarchy_chart(dev.to_dict())
-    return C.capacity_bandwidth_chart(db.devices, dev.id)
+    return landscape_chart(db.devices, dev.id)
+
+
+def landscape_chart(devices, gpu: str):
+    """`charts.capacity_bandwidth_chart` less the label layer of the side the chosen GPU's
+    label is not on: that layer is empty, and an empty layer makes Vega warn "Infinite extent"
+    in the console on every draw (the builder draws both; a fix there makes this a no-op)."""
+    from .. import charts as C
+    chart = C.capacity_bandwidth_chart(devices, gpu)
+    side = next((r.get("label_side") for r in C.device_rows(devices, gpu) if r["selected"]),
+                None)
+    empty = [f"label_side === '{x}'" for x in ("left", "right") if x != side]
+
+    def used(layer) -> bool:
+        filters = [str(t.get("filter")) for t in layer.to_dict().get("transform", [])]
+        return not any(e in f for e in empty for f in filters)
+    layers = [ly for ly in chart.layer if used(ly)]
+    if len(layers) != len(chart.layer):
+        chart = chart.copy(deep=False)
+        chart.layer = layers
+    return chart
 
 
 class ExplorePanel(W.VBox):
@@ -163,12 +196,12 @@ class ExplorePanel(W.VBox):
             return
         view = self.view.value
         self.metric.layout.display = "" if view == "compare" else "none"
-        key = (view, id(st.result), st.gpu, self.metric.value)
+        key = (view, id(st.result), st.gpu, self.metric.value,
+               id(st.advice) if view == "savings" else None)
         if key == self._key:
             return
         self._key = key
-        snap = {"scenario": st.scenario, "result": st.result, "device": st.device,
-                "db": st.db, "batched": st.shown("batch_size"), "metric": self.metric.value}
+        snap = {**st.snapshot(), "metric": self.metric.value, "advice": st.advice}
         self.status.value = "<div class='vp-hint'>Computing…</div>"
         self.jobs.run(lambda: build(view, snap), lambda chart: self._done(view, chart))
 

@@ -193,6 +193,7 @@ class PlanState:
         self.notices: list[Notice] = []
         self.history: list[Snapshot] = []
         self.query = ""                        # what the address bar should hold
+        self.advice = None                     # the advisor's Advice for `result`, when asked
         self._listeners: list[Callable] = []
         self.gpu = self._resolve_gpu(gpu)
         self.draft = dict(draft) if draft is not None else default_draft()
@@ -393,6 +394,31 @@ class PlanState:
         self._emit({"draft", "gpu", "estimate", "notices"})
         return True
 
+    # ------------------------------------------------------------ the advisor
+    def snapshot(self) -> dict:
+        """What a computation off the loop needs (plain values; the state may move on)."""
+        return {"scenario": self.scenario, "result": self.result, "device": self.device,
+                "db": self.db, "batched": self.shown("batch_size")}
+
+    @staticmethod
+    def advise(snap: dict):
+        """The advisor's changes and plans for a snapshot's plan (safe in a thread)."""
+        from ..advisor import advise
+        return advise(snap["scenario"], snap["device"])
+
+    def set_advice(self, result: dict, advice) -> None:
+        """Keep `advice` if it is for the plan on screen (`result`)."""
+        if result is self.result:
+            self.advice = advice
+            self._emit({"advice"})
+
+    def apply_change(self, change, label: str | None = None) -> None:
+        """Apply an advisor recommendation or plan (anything with a `.scenario`)."""
+        title = getattr(change, "title", None) or " + ".join(
+            c.get("title", c.get("id", "")) for c in getattr(change, "changes", []) or [])
+        self.apply(change.scenario, label=label or f"Applied: {title}. Undo brings back the "
+                                                   "plan before.")
+
     # ------------------------------------------------------------ links
     def load_query(self, qs: str) -> None:
         """Open a link: every valid key kept, each bad one named (and kept as typed), the
@@ -508,12 +534,14 @@ class PlanState:
                 return False
             self.scenario, self.estimate, self.result = sc, est, est.to_dict()
             self.stale, self.partial = False, bool(errors)
+            self.advice = None
             return True
         if est is None:
             self.stale = self.estimate is not None
             return False
         self.scenario, self.estimate, self.result = sc, est, est.to_dict()
         self.stale = self.partial = False
+        self.advice = None
         self.query = readable_query(sc.to_query())
         return True
 

@@ -146,6 +146,24 @@ CSS = PAGE + f"""
 .vp-kpi-word .vp-v {{ font-size: 16px; line-height: 23px; }}
 .vp-kpi .vp-d {{ font-size: 11.5px; color: #6b7280; margin-top: 1px; }}
 
+/* ---- the advisor ---- */
+.vp-plans {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(230px, 1fr)); gap: 10px;
+            margin-top: 4px; }}
+.vp-plan {{ background: #f9fafb; border: 1px solid #eef0f3; border-radius: 8px; padding: 10px 12px;
+           gap: 6px; justify-content: space-between; min-width: 0; }}
+.vp-plan-title {{ font-weight: 650; color: #111827; font-size: 13px; }}
+.vp-plan-figs {{ font-variant-numeric: tabular-nums; color: #05603a; font-weight: 600;
+                font-size: 12.5px; margin: 2px 0; }}
+.vp-plan .vp-list {{ margin-top: 4px; }}
+.vp-changes {{ gap: 0; }}
+.vp-change-row {{ align-items: center; justify-content: space-between; gap: 10px;
+                 border-bottom: 1px solid #f1f2f4; padding: 4px 0; }}
+.vp-change-row > .widget-html {{ flex: 1 1 auto; min-width: 0; }}
+.vp-change {{ font-size: 12.5px; line-height: 1.4; }}
+.vp-app .vp-apply {{ width: auto; border-radius: 6px; font-size: 12.5px; background: #1f2937;
+                     color: #fff; flex: 0 0 auto; }}
+.vp-app .vp-apply:hover {{ background: #374151; }}
+
 /* ---- charts ---- */
 .vp-chart-panel, .vp-chart {{ width: 100%; min-width: 0; }}
 .vp-chart .vega-embed {{ width: 100%; }}

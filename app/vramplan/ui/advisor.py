@@ -1,0 +1,152 @@
+"""What to change: the advisor's plans (combinations that fit, cheapest first) as cards and
+its single changes (most memory saved per cost first), each applied with one click; undo (the
+header's button) brings back the plan before. For a plan that fits, how far it can grow.
+Computed off the kernel's loop (`vramplan.advisor.advise` can take a second); every figure is
+the advisor's, which are `estimate`'s.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+
+from .jobs import Jobs
+from .section import section
+from .text import count, gib, label_of, message_html
+
+PLANS = 3
+CHANGES = 6
+_e = html.escape
+
+
+def cost_text(cost: Any) -> str:
+    """'+33% compute · accuracy risk medium · 16 GPUs' from an advisor Cost (or its dict)."""
+    c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
+    parts = []
+    if c.get("compute_share"):
+        parts.append(f"+{c['compute_share']:.0%} compute")
+    if c.get("time_share"):
+        via = f" over {c['host_link']}" if c.get("host_link") else ""
+        parts.append(f"+{c['time_share']:.0%} step time in transfers{via}")
+    if c.get("accuracy_risk") not in (None, "none"):
+        parts.append(f"accuracy risk {c['accuracy_risk']}")
+    if c.get("changes_job"):
+        parts.append("changes the job")
+    if (c.get("gpus") or 1) > 1:
+        parts.append(f"{c['gpus']} GPUs")
+    return " · ".join(parts) or "no cost found"
+
+
+def growth_text(growth: dict) -> str:
+    bits = []
+    for k, v in (growth or {}).items():
+        name = {"batch_size": "batch", "seq_len": "sequence length"}.get(k, label_of(k).lower())
+        val = " × ".join(count(x) for x in v) if isinstance(v, (list, tuple)) else count(v)
+        bits.append(f"{name} up to {val}")
+    return "Room to grow on this GPU: " + ", ".join(bits) + "." if bits else ""
+
+
+class AdvisorPanel(W.VBox):
+    def __init__(self, state, background: bool | None = None):
+        self.state = state
+        self.jobs = Jobs("vramplan-advisor", background)
+        self.status = W.HTML()
+        self.plans = W.GridBox()
+        self.plans.add_class("vp-plans")
+        self.changes = W.VBox()
+        self.changes.add_class("vp-changes")
+        self.card = section("What to change", self.status, self.plans, self.changes,
+                            cls="vp-advisor")
+        super().__init__([self.card])
+        self.enabled = False
+        self._asked = None
+        self._shown = None
+        self.buttons: list[W.Button] = []     # apply buttons, plans first (tests click them)
+
+    def render(self) -> None:
+        st = self.state
+        (self.add_class if st.stale else self.remove_class)("vp-stale")
+        if not self.enabled or st.result is None:
+            return
+        if st.advice is None:
+            if self._asked is not st.result:
+                self._asked = st.result
+                self.status.value = "<div class='vp-hint'>Finding changes…</div>"
+                snap, result = st.snapshot(), st.result
+                self.jobs.run(lambda: st.advise(snap), lambda adv: self._done(result, adv))
+            return
+        if self._shown is st.advice:
+            return
+        self._shown = st.advice
+        self._show(st.advice)
+
+    def _done(self, result, advice) -> None:
+        if isinstance(advice, Exception):
+            if result is self.state.result:
+                self.status.value = message_html(f"The advisor failed: {type(advice).__name__}: "
+                                                 f"{advice}")
+            return
+        self.state.set_advice(result, advice)
+
+    def _apply_button(self, change, text: str = "Apply") -> W.Button:
+        b = W.Button(description=text, layout=W.Layout(width="auto"))
+        b.add_class("vp-apply")
+        b.on_click(lambda _: self.state.apply_change(change))
+        self.buttons.append(b)
+        return b
+
+    def _show(self, adv) -> None:
+        self.buttons = []
+        usable = adv.estimate.gpu.usable_bytes
+        if adv.fits:
+            head = (f"Fits, leaving {gib(usable - adv.estimate.device_used_bytes)} free "
+                    f"({gib(usable - adv.limit_bytes)} kept as headroom).")
+            grow = growth_text(adv.growth)
+            self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
+        elif adv.plans:
+            self.status.value = (f"<div class='vp-hint'>Short by {gib(adv.estimate.device_used_bytes - adv.limit_bytes)} "
+                                 "with the headroom kept. Plans that fit, cheapest first:</div>")
+        else:
+            self.status.value = message_html("No combination of changes found that fits; "
+                                             "see the single changes below.", "info")
+        cards = []
+        for i, p in enumerate(adv.plans[:PLANS]):
+            items = "".join(f"<li>{_e(c.get('title', c.get('id', '')))}</li>"
+                            for c in p.changes)
+            used = p.estimate.device_used_bytes
+            where = f"{p.gpus} × {_e(p.estimate.gpu.name)}" if p.gpus > 1 else \
+                _e(p.estimate.gpu.name)
+            body = W.HTML(
+                f"<div class='vp-plan-title'>Plan {i + 1} · {where}</div>"
+                f"<ul class='vp-list'>{items}</ul>"
+                f"<div class='vp-plan-figs'>{gib(used)} of {gib(p.estimate.gpu.usable_bytes)}"
+                f" per GPU</div><div class='vp-hint'>{_e(cost_text(p.cost))}</div>")
+            card = W.VBox([body, self._apply_button(p, "Apply this plan")])
+            card.add_class("vp-plan")
+            cards.append(card)
+        self.plans.children = cards
+        self.plans.layout.display = "" if cards else "none"
+        rows = []
+        recs = [r for r in adv.recommendations if r.saves_bytes > 0][:CHANGES]
+        if recs:
+            rows.append(W.HTML("<div class='vp-sub-title'>Single changes, most memory saved "
+                               "per cost first</div>"))
+        for r in recs:
+            fits = " · fits" if r.estimate.fits else ""
+            text = W.HTML(f"<div class='vp-change'><b>{_e(r.title)}</b><div class='vp-hint'>"
+                          f"saves {gib(r.saves_bytes)}{fits} · {_e(cost_text(r.cost))}"
+                          f"</div></div>")
+            row = W.HBox([text, self._apply_button(r)])
+            row.add_class("vp-change-row")
+            rows.append(row)
+        self.changes.children = rows
+
+    @property
+    def value(self) -> str:
+        out = [self.status.value]
+        for card in self.plans.children:
+            out.append(card.children[0].value)
+        for row in self.changes.children:
+            out.append(row.value if isinstance(row, W.HTML) else row.children[0].value)
+        return "".join(out)
