@@ -44,12 +44,12 @@ def main() -> int:
     ap.add_argument("--format", choices=["table", "json"], default="table")
     ap.add_argument("--max-share", type=float, default=0.9)
     a = ap.parse_args()
-    from vramplan import trace
+    from vramplan.measure import trace
     from vramplan.estimate import estimate
     from vramplan.errors import VramplanError
     gpu_id, rows, t_start = None, [], time.perf_counter()
     if not a.dry_run:
-        from vramplan.live import cuda
+        from vramplan.measure.live import cuda
         try:
             cuda._torch_cuda()
         except VramplanError as exc:
@@ -75,7 +75,7 @@ def main() -> int:
             row["trace_error"] = str(exc)
         if not a.dry_run:
             try:
-                m = cuda.measure(sc)
+                m = cuda.measure(sc).to_dict()
                 row["measured"] = dict(m["per_gpu"], components=None)
                 row["software"] = {k: m["measure"][k] for k in ("torch", "cuda", "driver")}
             except VramplanError as exc:

@@ -25,7 +25,7 @@ CASES = {
 
 
 def one(name: str) -> dict:
-    from vramplan import trace
+    from vramplan.measure import trace
     t0 = time.perf_counter()
     r = trace.trace(CASES[name], timeline=False)
     return {"case": name, "seconds": round(time.perf_counter() - t0, 2),

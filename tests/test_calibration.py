@@ -1,7 +1,7 @@
 """calibration: ratios stored per GPU + software, applied and described."""
 import pytest
 
-from vramplan import calibration as C
+from vramplan.measure import calibration as C
 
 GiB = 2 ** 30
 

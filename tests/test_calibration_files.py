@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from vramplan import calibration as C
-from vramplan import calibration_io, calibration_store
+from vramplan.measure import calibration as C
+from vramplan.measure.calibration import files as calibration_io, store as calibration_store
 from vramplan.cli import main
 from vramplan.errors import VramplanError
 

@@ -7,8 +7,8 @@ import sqlite3
 
 import pytest
 
-from vramplan import calibration as C
-from vramplan import calibration_store
+from vramplan.measure import calibration as C
+from vramplan.measure.calibration import store as calibration_store
 from vramplan.errors import VramplanError
 
 GiB = 2 ** 30
@@ -78,7 +78,7 @@ def test_numbers_are_the_json_files_numbers(db):
 
 def _writer(path, n, start):
     os.environ["VRAMPLAN_CALIBRATION"] = path
-    from vramplan import calibration
+    from vramplan.measure import calibration
     for i in range(n):
         calibration.record(est(), meas(40.0 + (start + i) / 100))
 

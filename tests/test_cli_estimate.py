@@ -94,7 +94,7 @@ def test_modelless_task_needs_no_model(capsys):
 
 def test_calibrate_applies_recorded_ratios(capsys, tmp_path, monkeypatch):
     import json
-    from vramplan import calibration
+    from vramplan.measure import calibration
     from vramplan.estimate import estimate
     monkeypatch.setenv("VRAMPLAN_CALIBRATION", str(tmp_path / "cal.json"))
     plan = {"model": "gpt2", "task": "forward", "gpu": "nvidia-l4"}

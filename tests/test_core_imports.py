@@ -6,7 +6,8 @@ import sys
 
 CODE = """
 import sys
-import vramplan.cli, vramplan.estimate, vramplan.trace, vramplan.live, vramplan.calibration
+import vramplan.cli, vramplan.estimate, vramplan.measure.trace, vramplan.measure.live
+import vramplan.measure.calibration
 from vramplan.estimate import estimate
 for d in ({'model': 'gpt2', 'task': 'train'}, {'model': 'torchvision/resnet50', 'task': 'train'},
           {'model': 'stable-diffusion-v1-5/stable-diffusion-v1-5', 'task': 'denoise'},

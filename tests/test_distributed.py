@@ -22,7 +22,7 @@ def _run(tmp_path: Path, zero: int) -> list[dict]:
     out = tmp_path / f"out{zero}"
     env = dict(os.environ, OMP_NUM_THREADS="1", MASTER_PORT=str(29500 + zero + os.getpid() % 1000))
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                    "--master-port", env["MASTER_PORT"], "-m", "vramplan.live.distributed",
+                    "--master-port", env["MASTER_PORT"], "-m", "vramplan.measure.live.distributed",
                     "--scenario", str(f), "--out", str(out)],
                    check=True, timeout=150, env=env, capture_output=True)
     return [json.loads((out / f"rank{r}.json").read_text()) for r in range(2)]
@@ -33,9 +33,11 @@ def _run(tmp_path: Path, zero: int) -> list[dict]:
 def test_fsdp_shards_weights_and_states_per_rank(tmp_path):
     full = _run(tmp_path, 0)
     shard = _run(tmp_path, 3)
-    assert [r["rank"] for r in shard] == [0, 1] and shard[0]["backend"] == "gloo"
-    w0, w3 = full[0]["components"]["weights"], shard[0]["components"]["weights"]
-    o0, o3 = full[0]["components"]["optimizer_states"], shard[0]["components"]["optimizer_states"]
+    assert [r["rank"]["rank"] for r in shard] == [0, 1] and shard[0]["rank"]["backend"] == "gloo"
+    assert shard[0]["source"] == "trace"   # CPU: the live-tensor counter (CUDA: "measure")
+    c0, c3 = full[0]["per_gpu"]["components"], shard[0]["per_gpu"]["components"]
+    w0, w3 = c0["weights"], c3["weights"]
+    o0, o3 = c0["optimizer_states"], c3["optimizer_states"]
     assert 0.45 < w3 / w0 < 0.55          # each rank holds half of the parameters
     assert 0.45 < o3 / o0 < 0.55          # and half of the Adam state
-    assert shard[0]["peak_allocated_bytes"] == shard[1]["peak_allocated_bytes"]
+    assert shard[0]["per_gpu"]["peak_allocated_bytes"] == shard[1]["per_gpu"]["peak_allocated_bytes"]

@@ -29,9 +29,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("result", ("vramplan.result",)),
     ("estimate", ("vramplan.estimate", "vramplan.timing")),
     ("advice", ("vramplan.advisor", "vramplan.advisor.*", "vramplan.sweep", "vramplan.sweep.*")),
-    ("measure", ("vramplan.measure", "vramplan.measure.*", "vramplan.trace", "vramplan.tracing",
-                 "vramplan.tracing.*", "vramplan.live", "vramplan.live.*", "vramplan.calibration",
-                 "vramplan.calibration*")),
+    ("measure", ("vramplan.measure", "vramplan.measure.*")),
     ("report", ("vramplan.report", "vramplan.report.*", "vramplan.charts", "vramplan.charts.*")),
     ("ui", ("vramplan.ui", "vramplan.ui.*")),
     ("commands", ("vramplan.commands", "vramplan.commands.*", "vramplan.cli",
@@ -56,7 +54,7 @@ HEAVY = {
 # planner and the CLI start without them (the modules that ARE torch code, the tracer's, are
 # imported by the measuring functions only, inside functions)
 LAZY_ONLY = ("torch", "pynvml")
-TORCH_ONLY = ("vramplan.tracing.*", "vramplan.measure.tracing.*", "vramplan.measure.torch_*")
+TORCH_ONLY = ("vramplan.measure.tracing.*",)
 
 
 def modules() -> dict[str, tuple[Path, bool]]:

@@ -71,7 +71,7 @@ H200 = {"name": "NVIDIA H200", "total": 141 * GiB, "used": 30 * GiB, "procs": [(
 
 
 def test_probe_two_gpus_and_other_processes(nvml):
-    from vramplan.live import probe
+    from vramplan.measure.live import probe
     nv = nvml(fake_nvml([H200, dict(H200, used=1 * GiB, procs=[])]))
     g = probe()
     assert len(g) == 2
@@ -83,7 +83,7 @@ def test_probe_two_gpus_and_other_processes(nvml):
 
 
 def test_probe_degrades_per_field(nvml):
-    from vramplan.live import probe
+    from vramplan.measure.live import probe
     nvml(fake_nvml([H200], broken=("bus", "nvlink", "mem")))
     g = probe()[0]
     assert g["bus_width_bits"] is None and g["memory_total_bytes"] is None
@@ -91,14 +91,14 @@ def test_probe_degrades_per_field(nvml):
 
 
 def test_no_driver_is_unavailable(nvml):
-    from vramplan.live import probe
+    from vramplan.measure.live import probe
     nvml(fake_nvml(init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")))
     with pytest.raises(UnavailableError, match="no NVIDIA driver"):
         probe()
 
 
 def test_monitor_samples(nvml):
-    from vramplan.live import monitor
+    from vramplan.measure.live import monitor
     nvml(fake_nvml([H200, H200]))
     slept = []
     s = list(monitor(0.5, count=3, sleep=slept.append))
@@ -108,7 +108,7 @@ def test_monitor_samples(nvml):
 
 def test_process_used(nvml):
     import os
-    from vramplan.live import nvml_process_used
+    from vramplan.measure.live import nvml_process_used
     nvml(fake_nvml([dict(H200, procs=[(os.getpid(), 5 * GiB)])]))
     assert nvml_process_used(0) == 5 * GiB
 
@@ -119,7 +119,7 @@ def test_cli_without_gpu_one_line_exit_2(cmd, nvml, capsys, tmp_path, monkeypatc
     nvml(fake_nvml(init_error=NVMLError_LibraryNotFound("NVML Shared Library Not Found")))
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x.json").write_text('{"model": "gpt2", "task": "train", "batch_size": 1, "seq_len": 8}')
-    import vramplan.live.cuda as cu
+    import vramplan.measure.live.cuda as cu
     monkeypatch.setattr(cu, "_torch_cuda", lambda: (_ for _ in ()).throw(
         UnavailableError("no CUDA device visible to torch")))
     from vramplan.cli import main
@@ -155,7 +155,7 @@ class FakeCuda:
 
 
 def test_max_batch_search_releases_memory_after_oom(monkeypatch):
-    import vramplan.live.cuda as cu
+    import vramplan.measure.live.cuda as cu
     cuda = FakeCuda()
     torch = types.SimpleNamespace(cuda=cuda, OutOfMemoryError=FakeOOM)
     monkeypatch.setattr(cu, "_torch_cuda", lambda: torch)
@@ -170,7 +170,7 @@ def test_max_batch_search_releases_memory_after_oom(monkeypatch):
             cuda.held = int(cuda.fraction * cuda.total)   # OOM mid-step, memory cached
             raise FakeOOM("CUDA out of memory")
         cuda.held = need
-        return {"per_gpu": {"peak_reserved_bytes": need}}
+        return types.SimpleNamespace(peak_reserved_bytes=need)   # a MemoryReport's figure
 
     r = cu.max_batch({"model": "gpt2"}, max_share=0.9, trial=trial)
     assert r["max_batch_size"] == 14            # 14 * 5 GiB <= 0.9 * 80 GiB < 15 * 5 GiB
@@ -182,7 +182,7 @@ def test_max_batch_search_releases_memory_after_oom(monkeypatch):
 
 
 def test_max_batch_nothing_fits(monkeypatch):
-    import vramplan.live.cuda as cu
+    import vramplan.measure.live.cuda as cu
     torch = types.SimpleNamespace(cuda=FakeCuda(free=1 * GiB), OutOfMemoryError=FakeOOM)
     monkeypatch.setattr(cu, "_torch_cuda", lambda: torch)
 
@@ -192,7 +192,7 @@ def test_max_batch_nothing_fits(monkeypatch):
 
 
 def test_max_share_validated():
-    import vramplan.live.cuda as cu
+    import vramplan.measure.live.cuda as cu
     with pytest.raises(VramplanError, match="max-share"):
         cu.max_batch({"model": "gpt2"}, max_share=1.5)
 
@@ -201,7 +201,7 @@ def test_no_cuda_on_this_machine_is_clear():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
-    from vramplan.live import measure, bandwidth
+    from vramplan.measure.live import measure, bandwidth
     with pytest.raises(UnavailableError, match="no CUDA device"):
         measure({"model": "gpt2", "task": "train", "batch_size": 1, "seq_len": 8})
     with pytest.raises(UnavailableError):

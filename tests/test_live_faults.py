@@ -104,13 +104,13 @@ def gpu(monkeypatch):
     """Install a fake torch (and the fake run of a scenario): returns the fake torch.cuda.
     The run holds 6 GiB of weights, then 2 GiB of activations; fail() makes the error raised in
     the step (a new one each run, as torch does: its traceback holds the step's tensors)."""
-    import vramplan.live.cuda as cu
+    import vramplan.measure.live.cuda as cu
 
     def install(fail=None, **kw):
         cuda = FakeCuda(**kw)
         monkeypatch.setitem(sys.modules, "torch", fake_torch(cuda))
 
-        def run(scn, family, config, steps, on_step=None):
+        def run(scn, spec, steps, on_step=None):
             weights = Block(cuda, 6 * GiB)
             acts = Block(cuda, 2 * GiB)
             if fail:
@@ -152,10 +152,13 @@ def released(cuda):
 
 def test_measure_reports_peaks_and_gives_memory_back(gpu, nvml):
     import os
-    from vramplan.live import measure
+    from vramplan.measure.live import measure
     cuda = gpu()
     nvml(fake_nvml([dict(H200, procs=[(os.getpid(), 9 * GiB)])]))
-    r = measure(GPT2)
+    rep = measure(GPT2)
+    assert rep.source == "measure" and rep.peak_allocated_bytes == 8 * GiB
+    r = rep.to_dict()
+    assert r["source"] == "measure" and r["fits"] is True       # 9 GiB used of an H200
     assert r["per_gpu"]["peak_allocated_bytes"] == 8 * GiB      # 6 GiB weights + 2 GiB activations
     assert r["per_gpu"]["peak_reserved_bytes"] == 8 * GiB
     assert r["per_gpu"]["device_used_bytes"] == 9 * GiB         # what NVML says this process held
@@ -195,8 +198,8 @@ def test_out_of_memory_mid_step_is_one_line_and_memory_is_given_back(gpu, nvml, 
 
 
 def test_cuda_error_mid_step_releases_memory_too(gpu, nvml):
-    from vramplan.live import measure
-    from vramplan.live.cuda import MeasureError
+    from vramplan.measure.live import measure
+    from vramplan.measure.live.cuda import MeasureError
     cuda = gpu(fail=lambda: RuntimeError("CUDA error: an illegal memory access was encountered"))
     nvml(fake_nvml([H200]))
     with pytest.raises(MeasureError, match="CUDA failed at batch 4: CUDA error: an illegal"):
@@ -206,7 +209,7 @@ def test_cuda_error_mid_step_releases_memory_too(gpu, nvml):
 
 
 def test_interrupt_still_releases(gpu, nvml):
-    from vramplan.live import measure
+    from vramplan.measure.live import measure
     cuda = gpu(fail=KeyboardInterrupt)
     nvml(fake_nvml([H200]))
     with pytest.raises(KeyboardInterrupt):
@@ -278,7 +281,7 @@ def test_broken_scenario_file_for_measure_is_one_line(content, problem, tmp_path
 
 def test_deep_dict_given_to_the_api_is_refused(gpu):
     from vramplan.errors import VramplanError
-    from vramplan.live import measure
+    from vramplan.measure.live import measure
     deep = []
     for _ in range(3000):
         deep = [deep]
@@ -321,7 +324,7 @@ def test_probe_names_the_readings_nvml_failed_on(nvml, capsys):
     nv = fake_nvml([H200])
     nv.nvmlDeviceGetMemoryInfo = lambda h: (_ for _ in ()).throw(NVMLError("Unknown Error"))
     nvml(nv)
-    from vramplan.live import probe
+    from vramplan.measure.live import probe
     g = probe()[0]
     assert g["memory_total_bytes"] is None and g["missing"] == {"memory": "Unknown Error"}
     assert g["bus_width_bits"] == 5120
@@ -331,7 +334,7 @@ def test_probe_names_the_readings_nvml_failed_on(nvml, capsys):
 
 
 def test_not_supported_readings_are_not_reported_as_missing(nvml):
-    from vramplan.live import probe
+    from vramplan.measure.live import probe
     nvml(fake_nvml([H200], broken=("bus",)))
     g = probe()[0]
     assert g["bus_width_bits"] is None and g["missing"] == {}
@@ -393,7 +396,7 @@ def test_unavailable_is_a_vramplan_error():
 
 def test_measure_calibrate_stores_one_row(gpu, nvml, tmp_path, capsys):
     import os
-    from vramplan import calibration
+    from vramplan.measure import calibration
     gpu()
     nvml(fake_nvml([dict(H200, procs=[(os.getpid(), 9 * GiB)])]))
     f, db = tmp_path / "s.json", tmp_path / "cal.db"
@@ -409,7 +412,7 @@ def test_measure_calibrate_stores_one_row(gpu, nvml, tmp_path, capsys):
 
 def test_measure_calibrate_without_a_home_says_so_and_keeps_going(gpu, nvml, tmp_path, capsys,
                                                                  monkeypatch):
-    from vramplan import calibration_store
+    from vramplan.measure.calibration import store as calibration_store
     calibration_store.forget_memory()
     monkeypatch.delenv("VRAMPLAN_CALIBRATION", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "no-home"))

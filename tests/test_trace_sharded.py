@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from vramplan import trace as T  # noqa: E402
+from vramplan.measure import trace as T  # noqa: E402
 from vramplan.errors import ScenarioError  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_available(), reason="no torch.distributed")

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from vramplan import trace as T  # noqa: E402
+from vramplan.measure import trace as T  # noqa: E402
 
 estimate_mod = pytest.importorskip("vramplan.estimate")
 

@@ -84,8 +84,8 @@ def register(subparsers) -> None:
 
 
 def run_probe(args) -> int:
-    from ..live import probe
-    from ..live.nvml import missing_line
+    from ..measure.live import probe
+    from ..measure.live.nvml import missing_line
     gpus = probe()
     if args.format == "json":
         emit(dump_json(gpus))
@@ -129,7 +129,7 @@ def load_scenario(path: str) -> dict:
 
 def _extras(args, scn, r: dict, missing: dict) -> None:
     """--bandwidth / --max-batch / --leak-check: one failing does not lose the measurement."""
-    from ..live import cuda
+    from ..measure.live import cuda
     jobs = [("bandwidth", args.bandwidth, lambda: cuda.bandwidth(device=args.device)),
             ("max_batch", args.max_batch,
              lambda: cuda.max_batch(scn, max_share=args.max_share, device=args.device)),
@@ -146,7 +146,7 @@ def _extras(args, scn, r: dict, missing: dict) -> None:
 
 
 def _calibrate(args, e: dict, r: dict) -> str | None:
-    from .. import calibration
+    from ..measure import calibration
     try:
         calibration.record(e, r, file=args.calibration)
         notice = calibration.status(args.calibration)["notice"]
@@ -158,11 +158,12 @@ def _calibrate(args, e: dict, r: dict) -> str | None:
 
 
 def run_measure(args) -> int:
-    from ..live import cuda
+    from ..measure.live import cuda
     if not 0 < args.max_share <= 1:
         raise VramplanError(f"--max-share must be in (0, 1], got {args.max_share}")
     scn = load_scenario(args.scenario)
-    r = cuda.measure(scn, steps=args.steps, device=args.device, snapshot=args.snapshot)
+    r = cuda.measure(scn, steps=args.steps, device=args.device,
+                     snapshot=args.snapshot).to_dict()
     missing = r.setdefault("missing", {})
     _extras(args, scn, r, missing)
     notes = []
@@ -194,7 +195,7 @@ def run_measure(args) -> int:
             ("peak_allocated_bytes", "peak_reserved_bytes", "device_used_bytes")]
     emit(f"measured on {r['gpu']['name']} (torch {r['measure']['torch']}, CUDA {r['measure']['cuda']})")
     emit(table(rows, ["", "measured", "estimate"], "lrr"))
-    if "bandwidth" in r:
+    if r["bandwidth"]:       # the contract's bandwidth object: the measured copy (--bandwidth)
         b = r["bandwidth"]
         emit(f"bandwidth {b['measured_gbs']} GB/s (datasheet {b['datasheet_gbs']}, {b['fraction']})")
     if "max_batch" in r:
@@ -207,7 +208,7 @@ def run_measure(args) -> int:
 
 
 def run_monitor(args) -> int:
-    from ..live import monitor
+    from ..measure.live import monitor
     for s in monitor(args.interval, args.count, args.device):
         if args.format == "json":
             emit(json.dumps(s))
@@ -260,7 +261,7 @@ def _register_calibration(subparsers, db_help: str) -> None:
 
 
 def run_calibration_path(a) -> int:
-    from .. import calibration
+    from ..measure import calibration
     st = calibration.status(a.calibration)
     if a.format == "json":
         emit(dump_json(st))
@@ -272,7 +273,7 @@ def run_calibration_path(a) -> int:
 
 
 def run_calibration_list(a) -> int:
-    from .. import calibration
+    from ..measure import calibration
     got = calibration.samples(a.gpu, a.calibration)
     if a.format == "json":
         emit(dump_json(got))
@@ -293,14 +294,14 @@ def run_calibration_list(a) -> int:
 
 
 def run_calibration_export(a) -> int:
-    from .. import calibration
+    from ..measure import calibration
     n = calibration.export(a.file, a.gpu, a.calibration)
     emit(f"wrote {n} samples to {a.file}")
     return 0
 
 
 def run_calibration_import(a) -> int:
-    from .. import calibration
+    from ..measure import calibration
     for f in a.files:
         added, known = calibration.import_file(f, a.calibration)
         emit(f"{f}: added {added} samples ({known} already there)")

@@ -54,7 +54,7 @@ def _steps(text: str) -> int:
 
 
 def run(args) -> int:
-    from .. import trace
+    from ..measure import trace
     r = trace.trace(load_one(args.scenario), mode=args.mode, kernels=args.kernels,
                     steps=args.steps, timeline=args.timeline)
     d = r.to_dict(timeline=args.timeline)

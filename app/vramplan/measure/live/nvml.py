@@ -9,7 +9,8 @@ import os
 import time
 from typing import Iterator
 
-from ..errors import UnavailableError, VramplanError
+from ...errors import UnavailableError, VramplanError
+from ...hardware import get_gpu
 
 
 def _nvml():
@@ -78,9 +79,8 @@ def _match(name: str | None) -> str | None:
     if not name:
         return None
     try:
-        from ..hardware import get_gpu
         return get_gpu(name).id
-    except Exception:  # unknown to the database, or hardware not importable
+    except VramplanError:  # not in the hardware database
         return None
 
 

@@ -1,7 +1,8 @@
 """The local GPU: NVML probe and monitor (no CUDA context), measured peaks, bandwidth, max batch.
 
 `nvml`         probe() / monitor(): read memory and links through NVML only (nvidia-ml-py)
-`cuda`         measure(), bandwidth(), max_batch(), leak_check(): real tensors on a CUDA device
+`cuda`         measure() (a MemoryReport, source "measure"), bandwidth(), max_batch(),
+               leak_check(): real tensors on a CUDA device
 `distributed`  per-rank peaks under torch.distributed (torchrun; gloo on CPU in the tests)
 
 pynvml and torch are imported inside the functions. Every failure (no driver, no torch, no CUDA,

@@ -1,7 +1,8 @@
 """Calibration: measured / estimated ratios per GPU and software version, applied on request.
 
 Every measurement (`vramplan measure --calibrate`) is one row of an SQLite database
-(calibration_store.py: WAL journal, busy timeout, so concurrent writers lose nothing). Where:
+(store.py: WAL journal, busy timeout, so concurrent writers lose nothing; files.py: the JSON
+export and the old file format, atomic writes). Where:
 
     --calibration PATH (measure, calibration)  >  $VRAMPLAN_CALIBRATION  >
     ~/.config/vramplan/calibration.db
@@ -31,12 +32,13 @@ import uuid
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import calibration_io, calibration_store
-from .errors import VramplanError
+from ...errors import VramplanError
+from ...result import MemoryReport
+from ...vocab import COMPONENTS
+from . import files, store
 
-PEAKS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_used_bytes")
-COMPONENTS = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")
-SOFTWARE = calibration_io.SOFTWARE
+PEAKS = files.PEAKS
+SOFTWARE = files.SOFTWARE
 GiB = 2 ** 30
 ENV = "VRAMPLAN_CALIBRATION"
 
@@ -69,7 +71,7 @@ def path() -> Path:
 @contextmanager
 def _store(file=None, write: bool = False):
     p, legacy, unavailable = _resolve(file)
-    st = calibration_store.open_store(p, write=write, legacy=legacy, unavailable=unavailable)
+    st = store.open_store(p, write=write, legacy=legacy, unavailable=unavailable)
     try:
         yield st
     finally:
@@ -101,21 +103,21 @@ def load(file: str | Path | None = None) -> dict:
 
 
 def save(data: dict, file: str | Path) -> Path:
-    """Write `data` as a JSON file atomically (calibration_io.write_atomic)."""
-    return calibration_io.write_atomic(file, data)
+    """Write `data` as a JSON file atomically (files.write_atomic)."""
+    return files.write_atomic(file, data)
 
 
 def export(dest: str | Path, gpu_id: str | None = None, file=None) -> int:
     """Write the stored samples (of one GPU, or all) to `dest` as a version-2 JSON export;
     returns how many."""
     got = samples(gpu_id, file)
-    calibration_io.write_atomic(dest, calibration_io.export_doc(got, _now()))
+    files.write_atomic(dest, files.export_doc(got, _now()))
     return len(got)
 
 
 def import_file(src: str | Path, file=None) -> tuple[int, int]:
     """Add the samples of an export or an old calibration file; (added, already there)."""
-    got = calibration_io.read(src)
+    got = files.read(src)
     with _store(file, write=True) as st:
         added = st.add(got)
     return added, len(got) - added
@@ -126,8 +128,15 @@ def key(gpu_id: str, software: dict | None) -> str:
     return f"{gpu_id}|torch={s.get('torch')}|cuda={s.get('cuda')}|driver={s.get('driver')}"
 
 
-def ratios(estimate: dict, measured: dict) -> dict[str, float]:
-    """measured / estimated for every peak and component both sides report (> 0)."""
+def _json(report) -> dict:
+    """A MemoryReport (estimate, trace, measure) as its JSON; a dict as it is."""
+    return report.to_dict() if isinstance(report, MemoryReport) else report
+
+
+def ratios(estimate, measured) -> dict[str, float]:
+    """measured / estimated for every peak and component both sides report (> 0); either side a
+    MemoryReport or its JSON."""
+    estimate, measured = _json(estimate), _json(measured)
     e, m = estimate.get("per_gpu", estimate), measured.get("per_gpu", measured)
     out = {}
     for k in PEAKS:
@@ -144,9 +153,11 @@ def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def record(estimate: dict, measured: dict, gpu_id: str | None = None, software: dict | None = None,
+def record(estimate, measured, gpu_id: str | None = None, software: dict | None = None,
            file: str | Path | None = None) -> dict:
-    """Add one (estimate, measurement) pair as one row; returns the stored sample."""
+    """Add one (estimate, measurement) pair (MemoryReports or their JSON) as one row; returns
+    the stored sample."""
+    estimate, measured = _json(estimate), _json(measured)
     gpu_id = gpu_id or (measured.get("gpu") or {}).get("id") or (estimate.get("gpu") or {}).get("id")
     if not gpu_id:
         raise VramplanError("calibration needs the GPU id (the GPU is not in the hardware database)")
@@ -159,7 +170,7 @@ def record(estimate: dict, measured: dict, gpu_id: str | None = None, software: 
            "estimate": {p: estimate.get("per_gpu", {}).get(p) for p in PEAKS},
            "measured": {p: measured.get("per_gpu", {}).get(p) for p in PEAKS},
            "ratios": ratios(estimate, measured)}
-    sample = calibration_io.sample(json.loads(json.dumps(raw, default=str)), "calibration sample")
+    sample = files.sample(json.loads(json.dumps(raw, default=str)), "calibration sample")
     with _store(file, write=True) as st:
         st.add([sample])
     return sample
@@ -184,10 +195,11 @@ def factors(gpu_id: str, software: dict | None = None, file: str | Path | None =
     return {k: statistics.median(v) for k, v in out.items()}
 
 
-def apply(estimate: dict, gpu_id: str | None = None, software: dict | None = None,
+def apply(estimate, gpu_id: str | None = None, software: dict | None = None,
           file: str | Path | None = None) -> dict:
-    """A copy of `estimate` (the estimate JSON) with calibrated figures and a "calibration"
-    section; unchanged (calibration: null) when this GPU has no measurements."""
+    """A copy of `estimate`'s JSON (an Estimate or its dict) with calibrated figures and a
+    "calibration" section; unchanged (calibration: null) when this GPU has no measurements."""
+    estimate = _json(estimate)
     out = copy.deepcopy(estimate)
     gpu_id = gpu_id or (estimate.get("gpu") or {}).get("id")
     f = factors(gpu_id, software, file) if gpu_id else None
@@ -224,10 +236,11 @@ def _plain(v):
     return json.loads(json.dumps(v, sort_keys=True))
 
 
-def describe(estimate: dict, gpu_id: str | None = None, software: dict | None = None,
+def describe(estimate, gpu_id: str | None = None, software: dict | None = None,
              file: str | Path | None = None, quantity: str = "device_used_bytes") -> str:
     """'estimate 41.2 GiB, measured 43.0 GiB on this GPU, calibrated 43.1 GiB' (then the
     store's notice, when it is read only or in memory)."""
+    estimate = _json(estimate)
     gpu_id = gpu_id or (estimate.get("gpu") or {}).get("id")
     est = estimate["per_gpu"][quantity]
     parts = [f"estimate {est / GiB:.1f} GiB"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..errors import ScenarioError
+from ...errors import ScenarioError
 
 
 def check_plan(zero: int, data: int, tensor: int = 1, pipeline: int = 1, context: int = 1) -> None:
@@ -61,7 +61,7 @@ def shard_model(model, zero: int, mesh):
     zero 3 reshards after forward, zero 2 keeps the parameters gathered until backward."""
     from torch.distributed.fsdp import fully_shard
     blocks = [m for n, m in model.named_modules()
-              if n and n.split(".")[-1].isdigit() and n.split(".")[-2] in ("layers", "layer", "h", "blocks")]
+              if "." in n and n.split(".")[-1].isdigit() and n.split(".")[-2] in ("layers", "layer", "h", "blocks")]
     for b in blocks:
         fully_shard(b, mesh=mesh, reshard_after_forward=zero >= 3)
     fully_shard(model, mesh=mesh, reshard_after_forward=zero >= 3)

@@ -27,8 +27,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from . import safejson
-from .errors import VramplanError
+from ... import safejson
+from ...errors import VramplanError
 
 FORMAT = "vramplan-calibration"
 PEAKS = ("peak_allocated_bytes", "peak_reserved_bytes", "device_used_bytes")

@@ -1,16 +1,22 @@
 """Measurements on a real CUDA device: peak memory of a scenario, bandwidth, max batch, leaks.
 
-The scenario's model is built exactly as `vramplan trace` builds it (vramplan.tracing), with
-real tensors on the GPU, and run for two steps. The figures are the ones the estimate predicts:
-`torch.cuda.max_memory_allocated` / `max_memory_reserved` and NVML's used memory for this process.
+The scenario's model is built exactly as `vramplan trace` builds it (measure/tracing, from the
+same Scenario and ModelSpec: measure/buildable.py), with real tensors on the GPU, and run for two
+steps. The figures are the ones the estimate predicts: `torch.cuda.max_memory_allocated` /
+`max_memory_reserved` and NVML's used memory for this process; `measure()` returns them as a
+`vramplan.result.MemoryReport` (source "measure", sections "measure" and "missing").
 """
 from __future__ import annotations
 
 import gc
 import time
 
-from .. import safejson
-from ..errors import UnavailableError, VramplanError
+from ... import safejson
+from ...errors import UnavailableError, VramplanError
+from ...hardware import get_gpu
+from ...result import MemoryReport
+from ...vocab import ALLOCATOR_SLACK, COMPONENTS
+from ..buildable import scenario_of, spec_of
 
 
 class OutOfMemory(VramplanError):
@@ -101,21 +107,19 @@ def _free(torch, device: int) -> int | None:
         return None
 
 
-def _run_steps(scn, family, config, steps: int, on_step=None):
+def _run_steps(scn, spec, steps: int, on_step=None):
     """Run the scenario's job on CUDA (tracing.runner; imports torch)."""
-    from ..tracing.runner import job_for, run_job
-    kw = {"on_step": on_step} if on_step is not None else {}
-    return run_job(job_for(scn, family, config), mode="cuda", steps=steps, timeline=False, **kw)
+    from ..tracing.jobs import job_for
+    from ..tracing.runner import run_job
+    return run_job(job_for(scn, spec), mode="cuda", steps=steps, timeline=False, on_step=on_step)
 
 
 def _scenario(scenario, batch: int | None = None):
-    from .. import trace
-    scn = trace._scenario_obj(scenario)
+    """(Scenario, ModelSpec) to run; `batch` replaces the batch size."""
+    scn = scenario_of(scenario)
     if batch is not None:
-        scn = scn.replace(batch_size=batch) if hasattr(scn, "replace") else {**scn, "batch_size": batch}
-    family, config, mid = trace.resolve_model(scn)
-    family, config = trace._fit_family(family, config, mid)
-    return scn, family, config
+        scn = scn.replace(batch_size=batch)
+    return scn, spec_of(scn)
 
 
 def _nvml_index(torch, device: int) -> int:
@@ -135,9 +139,8 @@ def _gpu_entry(torch, device: int) -> dict:
     name = torch.cuda.get_device_name(device)
     entry = {"id": None, "name": name, "memory_bytes": int(torch.cuda.get_device_properties(device).total_memory)}
     try:
-        from ..hardware import get_gpu
         entry["id"] = get_gpu(name).id
-    except Exception:  # not in the hardware database
+    except VramplanError:  # not in the hardware database
         pass
     return entry
 
@@ -159,19 +162,19 @@ def software() -> dict:
     return out
 
 
-def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = None) -> dict:
-    """Run the scenario for `steps` steps on GPU `device`; the estimate JSON shape with
-    "source": "measure" and a "measure" section (memory_stats, versions, snapshot path).
-    What could not be read is None and named in "missing" ({what: why}). The memory the run
-    took is given back whatever happens (out of memory, a CUDA error, Ctrl-C)."""
+def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = None) -> MemoryReport:
+    """Run the scenario for `steps` steps on GPU `device`: a MemoryReport (source "measure")
+    with a "measure" section (memory_stats, versions, snapshot path). What could not be read is
+    None and named in a "missing" section ({what: why}). The memory the run took is given back
+    whatever happens (out of memory, a CUDA error, Ctrl-C)."""
     if steps < 1:
         raise VramplanError(f"--steps must be at least 1, got {steps}")
     if isinstance(scenario, dict):
         safejson.check_value(scenario, "scenario")
-    scn, family, config = _scenario(scenario)
+    scn, spec = _scenario(scenario)
     torch = _torch_cuda()
     _check_device(torch, device)
-    batch = getattr(scn, "batch_size", None) if not isinstance(scn, dict) else scn.get("batch_size")
+    batch = scn.batch_size
     missing: dict = {}
     free = counted = failure = None
     try:
@@ -183,7 +186,7 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
         if snapshot:
             torch.cuda.memory._record_memory_history(max_entries=200_000)
         t0 = time.perf_counter()
-        counted = _run_steps(scn, family, config, steps)
+        counted = _run_steps(scn, spec, steps)
         torch.cuda.synchronize(device)
         seconds = round(time.perf_counter() - t0, 3)
         peak_alloc = int(torch.cuda.max_memory_allocated(device) - base)
@@ -200,8 +203,7 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
             used = None
             missing["device_used_bytes"] = str(exc)
         c = counted.counter
-        comps = {k: int(c.peak_cat.get(k, 0)) for k in
-                 ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary")}
+        comps = {k: int(c.peak_cat.get(k, 0)) for k in COMPONENTS}
         counter_peak, counter_phase = int(c.peak), c.peak_phase
     except VramplanError:
         raise
@@ -219,25 +221,25 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
         _release(torch, device)
     if failure is not None:
         raise failure
-    comps["allocator_slack"] = peak_res - peak_alloc
+    comps[ALLOCATOR_SLACK] = peak_res - peak_alloc
     keep = ("num_alloc_retries", "num_ooms", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
             "active_bytes.all.peak", "inactive_split_bytes.all.peak", "segment.all.peak",
             "num_device_alloc", "num_device_free")
-    result = {
-        "source": "measure",
-        "scenario": scn.to_dict() if hasattr(scn, "to_dict") else scn,
-        "gpu": _gpu_entry(torch, device),
-        "per_gpu": {"components": comps, "peak_allocated_bytes": peak_alloc,
-                    "peak_reserved_bytes": peak_res,
-                    "device_used_bytes": int(used) if used is not None else None},
-        "measure": {"steps": steps, "seconds": seconds,
-                    "counter_peak_bytes": counter_peak, "counter_peak_phase": counter_phase,
-                    "memory_stats": {k: int(stats[k]) for k in keep if k in stats},
-                    "snapshot": snapshot, **software()},
-    }
+    gpu = _gpu_entry(torch, device)
+    used = int(used) if used is not None else None
+    headroom = None
+    if used is not None and gpu["id"]:
+        headroom = int(get_gpu(gpu["id"]).usable_bytes - used)
+    sections = {"measure": {"steps": steps, "seconds": seconds,
+                            "counter_peak_bytes": counter_peak, "counter_peak_phase": counter_phase,
+                            "memory_stats": {k: int(stats[k]) for k in keep if k in stats},
+                            "snapshot": snapshot, **software()}}
     if missing:
-        result["missing"] = missing
-    return result
+        sections["missing"] = missing
+    return MemoryReport(scenario=scn, gpu=gpu, components=comps, peak_allocated_bytes=peak_alloc,
+                        peak_reserved_bytes=peak_res, device_used_bytes=used,
+                        fits=None if headroom is None else headroom >= 0,
+                        headroom_bytes=headroom, source="measure", sections=sections)
 
 
 def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -> dict:
@@ -274,10 +276,7 @@ def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -
         raise failure
     gbs = 2 * n * iters / (ms / 1e3) / 1e9
     gpu = _gpu_entry(torch, device)
-    sheet = None
-    if gpu["id"]:
-        from ..hardware import get_gpu
-        sheet = get_gpu(gpu["id"]).bandwidth_gbs
+    sheet = get_gpu(gpu["id"]).bandwidth_gbs if gpu["id"] else None
     return {"gpu": gpu, "buffer_bytes": n, "iters": iters, "measured_gbs": round(gbs, 1),
             "datasheet_gbs": sheet, "fraction": round(gbs / sheet, 3) if sheet else None}
 
@@ -293,14 +292,13 @@ def max_batch(scenario, max_share: float = 0.9, limit: int = 4096, device: int =
     free, total = torch.cuda.mem_get_info(device)
     budget = int(max_share * free)
     frac = min(1.0, (budget + torch.cuda.memory_reserved(device)) / total)
-    trial = trial or (lambda b: measure(_scenario(scenario, b)[0], device=device))
+    trial = trial or (lambda b: measure(_scenario(scenario, b)[0], device=device))  # a report
     trials = []
     oom = (OutOfMemory, *_oom_types(torch))
 
     def ok(b: int) -> bool:
         try:
-            r = trial(b)
-            peak = r["per_gpu"]["peak_reserved_bytes"]
+            peak = trial(b).peak_reserved_bytes
             good = peak <= budget
             trials.append({"batch_size": b, "fits": good, "peak_reserved_bytes": peak})
             return good
@@ -334,13 +332,13 @@ def max_batch(scenario, max_share: float = 0.9, limit: int = 4096, device: int =
 
 def leak_check(scenario, steps: int = 6, device: int = 0, tolerance: int = 1 << 20) -> dict:
     """Allocated memory after each step; growth after the second step is a leak."""
-    scn, family, config = _scenario(scenario)
+    scn, spec = _scenario(scenario)
     torch = _torch_cuda()
     _check_device(torch, device)
     after, failure = [], None
     try:
         _cleanup(torch)
-        _run_steps(scn, family, config, max(steps, 3),
+        _run_steps(scn, spec, max(steps, 3),
                    on_step=lambda s: after.append(int(torch.cuda.memory_allocated(device))))
     except VramplanError:
         raise

@@ -18,13 +18,13 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import calibration_io
-from .errors import VramplanError
+from ...errors import VramplanError
+from . import files
 
 SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 30.0
 SQLITE_MAGIC = b"SQLite format 3\x00"
-PEAKS = calibration_io.PEAKS
+PEAKS = files.PEAKS
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -229,14 +229,14 @@ def open_store(path: Path, write: bool = False, legacy: Path | None = None,
         return _MEMORY[key]
     kind = is_sqlite(path)
     if kind is False:
-        samples = calibration_io.read(path)
+        samples = files.read(path)
         notice = (f"calibration file {path} is JSON (an export or the old format): read only; "
                   f"`vramplan calibration import {path}` puts it into a database")
         if write:
             raise VramplanError(f"{notice} to record into")
         return _memory(path, "read-only", notice, samples, writable=False)
     if kind is None and not write:
-        old = calibration_io.read(legacy) if legacy and legacy.exists() else ()
+        old = files.read(legacy) if legacy and legacy.exists() else ()
         return _memory(path, "read-only", None, old, writable=False)
     try:
         if write:
@@ -288,7 +288,7 @@ def _import_legacy(st: Store, legacy: Path) -> None:
     done = st.conn.execute("SELECT value FROM meta WHERE key = 'legacy_json'").fetchone()
     if done is not None or not legacy.exists():
         return
-    samples = calibration_io.read(legacy)
+    samples = files.read(legacy)
     with _Transaction(st.conn, st.path):
         if st.conn.execute("SELECT 1 FROM meta WHERE key = 'legacy_json'").fetchone():
             return
