@@ -162,6 +162,18 @@ def test_family_choice_switches_the_model_and_the_defaults(app):
     assert app.scenario.resolution == (1080, 1920)                 # render's, not 512x512
 
 
+def test_an_unknown_model_offers_catalog_matches(app):
+    app.workload.set("model", "llama 8b")
+    p = app.workload.picker
+    assert "unknown model" in p.message.value
+    names = [b.description for b in p.matches.children]
+    assert names and all("llama" in n.lower() and "8b" in n.lower() for n in names)
+    p.matches.children[0].click()
+    assert app.scenario.model == names[0] and not p.matches.children
+    app.workload.set("model", "bert")                 # by family or alias words too
+    assert any("bert" in b.description for b in p.matches.children)
+
+
 def test_size_only_and_70b_in_the_model_box(app):
     app.workload.set("model", "70B")
     assert app.scenario.architecture == {"params": 70_000_000_000}

@@ -70,6 +70,9 @@ class ModelPicker(W.VBox):
                                    description="Upload config.json")
         self.hint = W.HTML()
         self.message = W.HTML()
+        self.matches = W.Box(layout=W.Layout(flex_flow="row wrap"))
+        self.matches.add_class("vp-choices")
+        self._match_buttons: dict[str, W.Button] = {}
         self.boxes = {
             "family": _field("family", "Family", self.family),
             "model": _field("model", "Model", self.model),
@@ -79,7 +82,7 @@ class ModelPicker(W.VBox):
                     flex_flow="row wrap"))])),
         }
         self.boxes["model"].add_class("vp-wide")
-        super().__init__([*self.boxes.values(), self.hint, self.message])
+        super().__init__([*self.boxes.values(), self.hint, self.message, self.matches])
         self.add_class("vp-model-picker")
         self.family.observe(self._on_family, "value")
         self.model.observe(self._on_model, "value")
@@ -137,9 +140,24 @@ class ModelPicker(W.VBox):
         self.message.value = T.message_html(self._local or err)
         for w in (self.model, self.size):
             (w.add_class if err else w.remove_class)("vp-input-error")
+        typed = str(st.draft.get("model") or "") if "model" in st.errors else ""
+        found = [m.id for m in S.search_models(typed.replace("-", " ").replace("/", " "))][:6] \
+            if typed else []
+        kids = [self._match(m) for m in found]
+        if list(self.matches.children) != kids:
+            self.matches.children = kids
 
     _local = ""
     _pending_own = False
+
+    def _match(self, model: str) -> W.Button:
+        """A button for a catalog model that matches what was typed (id, alias, family)."""
+        if model not in self._match_buttons:
+            b = W.Button(description=model, tooltip=f"use {model}", layout=W.Layout(width="auto"))
+            b.add_class("vp-choice")
+            b.on_click(lambda _, m=model: self.state.set_model(m))
+            self._match_buttons[model] = b
+        return self._match_buttons[model]
 
     @staticmethod
     def _catalog_hint(model: str) -> str:

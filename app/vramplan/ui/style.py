@@ -83,11 +83,12 @@ CSS = PAGE + f"""
 
 /* ---- fields ---- */
 .vp-grid {{ display: grid; grid-template-columns: repeat(2, minmax(0, 1fr)); gap: 4px 10px;
-           width: 100%; }}
+           width: 100%; align-items: end; }}
 .vp-grid > .vp-wide {{ grid-column: 1 / -1; }}
 .vp-field {{ gap: 0; margin: 0 0 3px; min-width: 0; overflow: visible; }}
+.vp-field > .widget-html, .vp-field .widget-html-content {{ min-width: 0; max-width: 100%; }}
 .vp-field .vp-label {{ font-size: 12px; color: #4b5563; font-weight: 550; margin: 2px 0 2px;
-                      white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
+                      line-height: 1.3; overflow-wrap: anywhere; }}
 .vp-field .vp-msg-error {{ margin-top: 3px; font-size: 11.5px; }}
 .vp-field .widget-checkbox {{ width: auto; margin: 2px 14px 2px 0; height: auto; }}
 .vp-field .widget-checkbox .widget-label-basic, .vp-field .widget-checkbox label {{
@@ -134,17 +135,24 @@ CSS = PAGE + f"""
                     white-space: nowrap; }}
 .vp-verdict-used span {{ font-size: 14px; font-weight: 500; color: #4b5563; }}
 .vp-verdict-detail {{ font-size: 12px; color: #4b5563; }}
-.vp-figs {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(128px, 1fr)); gap: 10px;
+.vp-figs {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(106px, 1fr)); gap: 8px;
            margin-top: 12px; }}
-.vp-kpi {{ background: #f9fafb; border: 1px solid #eef0f3; border-radius: 8px; padding: 8px 10px;
+.vp-kpi {{ background: #f9fafb; border: 1px solid #eef0f3; border-radius: 8px; padding: 8px 9px;
           min-width: 0; }}
 .vp-kpi .vp-k, .vp-share .vp-k {{ font-size: 11px; color: #6b7280; text-transform: uppercase;
-    letter-spacing: .05em; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }}
-.vp-kpi .vp-v {{ font-size: 19px; font-weight: 650; color: #111827; margin-top: 2px;
+    letter-spacing: .04em; line-height: 1.3; }}
+.vp-kpi .vp-v {{ font-size: 18px; font-weight: 650; color: #111827; margin-top: 2px;
                 font-variant-numeric: tabular-nums; white-space: nowrap; overflow: hidden;
                 text-overflow: ellipsis; }}
 .vp-kpi-word .vp-v {{ font-size: 16px; line-height: 23px; }}
 .vp-kpi .vp-d {{ font-size: 11.5px; color: #6b7280; margin-top: 1px; }}
+
+.vp-legend {{ display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; color: #374151;
+              margin: 2px 0 0 4px; }}
+.vp-legend-item {{ white-space: nowrap; }}
+.vp-legend-item i {{ display: inline-block; width: 10px; height: 10px; border-radius: 2px;
+                    margin-right: 5px; vertical-align: -1px; }}
+.vp-legend-item b {{ font-weight: 600; font-variant-numeric: tabular-nums; }}
 
 /* ---- the advisor ---- */
 .vp-plans {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(230px, 1fr)); gap: 10px;
@@ -197,7 +205,7 @@ CSS = PAGE + f"""
 .vp-card .vp-sub {{ color: #6b7280; margin-top: 2px; font-size: 12.5px; }}
 .vp-card .vp-badge {{ display: inline-block; font-size: 11px; font-weight: 600; padding: 1px 7px;
                      border-radius: 999px; color: #fff; margin-right: 6px; vertical-align: 2px; }}
-.vp-card .vp-kpis {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr));
+.vp-card .vp-kpis {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(118px, 1fr));
                     gap: 10px; margin: 12px 0 4px; }}
 .vp-card .vp-cols {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(220px, 1fr));
                     gap: 14px; margin-top: 10px; }}

@@ -96,6 +96,17 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     return f"<div class='vp-estimate'>{banner}<div class='vp-figs'>{cells}</div></div>"
 
 
+def legend_html(components: Mapping[str, int]) -> str:
+    """The breakdown's legend as wrapping HTML (the chart's own legend has fixed columns,
+    which a narrow card clips): a swatch, the component and its size, in the chart's order."""
+    from ..charts import COMPONENT_COLORS, OTHER_COMPONENT_COLOR, breakdown_rows
+    items = "".join(
+        f"<span class='vp-legend-item'><i style='background:"
+        f"{COMPONENT_COLORS.get(r['component'], OTHER_COMPONENT_COLOR)}'></i>"
+        f"{_e(r['label'])} <b>{_e(r['size'])}</b></span>" for r in breakdown_rows(components))
+    return f"<div class='vp-legend'>{items}</div>"
+
+
 class EstimatePanel(W.VBox):
     """Verdict, figures and the breakdown chart of `state.result`. `render()` after a state
     change; `value` is the panel's HTML (tests read it)."""
@@ -104,10 +115,11 @@ class EstimatePanel(W.VBox):
         self.state = state
         self.banner = W.HTML()
         self.status = W.HTML(layout=W.Layout(display="none"))
-        self.chart = ChartPanel(self._chart, height=150, cls="vp-breakdown")
+        self.chart = ChartPanel(self._chart, height=110, cls="vp-breakdown")
+        self.legend = W.HTML()
         self.card = section(None, self.status, self.banner,
                             W.HTML("<div class='vp-sub-title'>Memory at the peak, per GPU</div>"),
-                            self.chart, cls="vp-estimate-card")
+                            self.chart, self.legend, cls="vp-estimate-card")
         super().__init__([self.card])
         self.add_class("vp-estimate-panel")
         self._shown = None
@@ -131,6 +143,7 @@ class EstimatePanel(W.VBox):
         self._shown = est
         usable = st.device.usable_bytes if st.device is not None else None
         self.banner.value = verdict_html(est, usable, batched=st.shown("batch_size"))
+        self.legend.value = legend_html(est["per_gpu"]["components"])
         self.chart.refresh()
 
     @property
@@ -147,5 +160,17 @@ class EstimatePanel(W.VBox):
         if est is None:
             return breakdown_chart({}, None)
         usable = self.state.device.usable_bytes if self.state.device is not None else None
-        return breakdown_chart(est["per_gpu"]["components"], usable,
-                               gpu_name=est["gpu"]["name"], fits=est["fits"])
+        chart = breakdown_chart(est["per_gpu"]["components"], usable,
+                                gpu_name=est["gpu"]["name"], fits=est["fits"])
+        return without_legend(chart)
+
+
+def without_legend(chart):
+    """The chart with its colour legends off (`legend_html` shows the same, wrapping)."""
+    import altair as alt
+    for layer in getattr(chart, "layer", [chart]):
+        enc = getattr(layer, "encoding", alt.Undefined)
+        color = getattr(enc, "color", alt.Undefined) if enc is not alt.Undefined else enc
+        if color is not alt.Undefined:
+            color.legend = None
+    return chart
