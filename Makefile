@@ -38,3 +38,21 @@ fidelity: bench
 
 clean:
 	rm -rf $(VENV) build dist app/*.egg-info .pytest_cache .hypothesis test-artifacts
+
+# JupyterLab on the checkout with the planner notebook open (run its cell): `make lab`, then
+# the URL it prints.
+# The lab extra is installed once. JupyterLab's news feed, update check and PyPI extension
+# manager are off, so nothing leaves the machine (tests/browser/test_paths.py checks it).
+.PHONY: lab
+LAB_PORT ?= 8888
+LAB_STAMP := $(VENV)/.installed-lab
+LAB_ARGS = --ip=$(IP) --port=$(LAB_PORT) --no-browser --LabApp.news_url=None \
+	--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
+	--LabApp.extension_manager=readonly $(if $(filter 0,$(shell id -u)),--allow-root)
+
+lab: $(LAB_STAMP)
+	$(BIN)/jupyter lab $(LAB_ARGS) --LabApp.default_url=/lab/tree/notebooks/planner.ipynb
+
+$(LAB_STAMP): $(STAMP)
+	$(BIN)/pip install -q -e ".[app,lab]"
+	touch $(LAB_STAMP)

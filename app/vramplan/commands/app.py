@@ -5,7 +5,9 @@ template shipped in `vramplan/ui/templates/voila/templates/` (Voila's `lab` temp
 its CDN links). Voila finds templates on the Jupyter data path; this command puts
 `vramplan/ui/templates` first on $JUPYTER_PATH, so the same template is used from a checkout,
 an editable install or a wheel. `make app`, Binder (binder/start) and tests/browser all go
-through here or set the same path.
+through here or set the same path. The install also copies the template into the environment's
+share/jupyter (pyproject.toml's data-files), which is where plain `voila` and Jupyter's Voila
+extension find it (notebooks/planner.ipynb's metadata and notebooks/voila.json name it).
 """
 from __future__ import annotations
 
@@ -62,6 +64,9 @@ def voila_command(notebook: str | os.PathLike, port: int = DEFAULT_PORT, ip: str
     cmd = [sys.executable, "-m", "vramplan.commands.voila_server", str(notebook),
            f"--port={port}", f"--Voila.ip={ip}", "--Voila.port_retries=0",
            f"--template={TEMPLATE}", "--theme=light",
+           # `?template=lab` in a link would otherwise bring the lab template's CDN links back
+           "--VoilaConfiguration.allow_template_override=NO",
+           "--VoilaConfiguration.allow_theme_override=NO",
            "--VoilaConfiguration.show_tracebacks=False"]
     cmd += voila_server.culling_args(cull_idle_s, cull_interval_s) + voila_server.timeout_args()
     if preheat > 0:

@@ -18,6 +18,10 @@ builds that command line). What it changes of plain Voila, and why:
   is not mounted.
 - **Timeouts that hold under load.** nbclient waits 4 s for the kernel's first output; with
   8 kernels importing at once on two cores that fails every page. `timeout_args` gives 60 s.
+
+This module is also a Jupyter server extension (enabled by the installed
+etc/jupyter/jupyter_server_config.d/vramplan.json): in `jupyter server` / `jupyter lab`, Voila's
+own extension pages (/voila/render/...) would load MathJax from cdnjs on every visit.
 """
 from __future__ import annotations
 
@@ -113,6 +117,20 @@ def _app_class():
             return out
 
     return PlannerVoila
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "vramplan.commands.voila_server"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    """Voila's extension pages load MathJax 2 from cdnjs unless the server's settings give
+    `mathjax_url` and `mathjax_config` as None (its standalone app does); with None they
+    typeset with the MathJax 3 that Voila's bundle carries. Nothing else reads these settings;
+    values a user configured (ServerApp.tornado_settings) are kept."""
+    settings = serverapp.web_app.settings
+    settings.setdefault("mathjax_url", None)
+    settings.setdefault("mathjax_config", None)
 
 
 def warm_chart_cache() -> None:
