@@ -357,11 +357,18 @@ def test_every_chart_view_draws_for_a_plan_of_each_family(charted, plan):
     assert set(views) <= set(VIEWS)
 
 
-def test_memory_curve_marks_the_max_batch(charted):
+def test_memory_curve_marks_the_max_batch_and_larger_gpus(charted):
+    from vramplan.ui.explore import larger_gpus
     app = charted
+    app.gpu = "nvidia-rtx-4090"
+    app.workload.set("task", "qlora")
     app.explore.view.value = "curve"
     text = json.dumps(app.chart.spec)
     assert f"max batch size {app.estimate.max_batch_size:,}" in text
+    big = larger_gpus(app.db, app.device)
+    assert len(big) == 2 and all(d.name in text for d in big)
+    assert big[0].usable_bytes >= 1.4 * app.device.usable_bytes
+    assert big[1].usable_bytes >= 1.4 * big[0].usable_bytes
 
 
 def test_clicking_a_gpu_in_the_comparison_chooses_it(charted, db):

@@ -32,6 +32,9 @@ MEASURE = """([whole]) => {
     if (shown(e) && e.scrollWidth > e.clientWidth + 1)
       bad.push(`${sel} "${e.textContent.trim().slice(0, 40)}" ${e.scrollWidth}>${e.clientWidth}`);
   }
+  for (const svg of document.querySelectorAll('.vp-chart svg'))
+    if (svg.closest('.vp-chart').offsetParent !== null && r(svg).width < 50)
+      bad.push(`a chart ${Math.round(r(svg).width)} px wide`);
   for (const lab of document.querySelectorAll('.vp-field .vp-label, .vp-kpi .vp-v')) {
     const box = lab.closest('.vp-field, .vp-kpi');
     if (shown(lab) && r(lab).right > r(box).right + 1)

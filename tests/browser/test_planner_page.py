@@ -152,6 +152,17 @@ def show_view(page, label: str) -> None:
     wait_text(page, ".vp-explore-chart svg text", VIEW_TITLES[label])
 
 
+def charts_drawn(page) -> None:
+    """Every chart on screen drawn (marks in its svg) and the advisor done: a still page."""
+    page.wait_for_function(
+        "() => { const s = [...document.querySelectorAll('.vp-chart svg')]; return s.length >= 2"
+        " && s.every(e => e.getBoundingClientRect().width > 100 && e.querySelector("
+        "'.role-mark path, .role-mark line, .role-mark text')) && !(document.querySelector("
+        "'.vp-advisor') || {textContent: ''}).textContent.includes('Finding changes'); }",
+        timeout=T_STEP)
+    page.wait_for_timeout(500)
+
+
 def views(page) -> list[str]:
     return [b.strip() for b in page.locator(".vp-views button").all_inner_texts()]
 
@@ -280,7 +291,7 @@ def test_links(server, browser):
     from vramplan.hardware import default_db
     from vramplan.scenario import Scenario
     gpu = default_db().get("nvidia-rtx-4090")
-    context = browser.new_context(viewport={"width": 1440, "height": 1180})
+    context = browser.new_context(viewport={"width": 1440, "height": 1440})
     watch = Watch(context)
     page = watch.page(context)
     try:
@@ -297,7 +308,7 @@ def test_links(server, browser):
         assert Scenario.from_query(link) == Scenario.from_query(README_PLAN)
         page.evaluate("document.activeElement && document.activeElement.blur()")
         page.mouse.move(0, 0)
-        page.wait_for_timeout(800)
+        charts_drawn(page)
         page.screenshot(path=str(ARTIFACTS / "planner-readme.png"))
         if os.environ.get("VRAMPLAN_UPDATE_README_SHOT"):   # refresh the README picture
             README_SHOT.parent.mkdir(parents=True, exist_ok=True)

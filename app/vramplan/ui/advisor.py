@@ -38,9 +38,13 @@ def cost_text(cost: Any) -> str:
     return " · ".join(parts) or "no cost found"
 
 
-def growth_text(growth: dict) -> str:
+def growth_text(growth: dict, scenario=None) -> str:
+    """'Room to grow on this GPU: sequence length up to 2,984.' (values past today's)."""
     bits = []
+    now = scenario.to_dict() if scenario is not None else {}
     for k, v in (growth or {}).items():
+        if now.get(k) == v or (isinstance(v, list) and list(now.get(k) or []) == v):
+            continue
         name = {"batch_size": "batch", "seq_len": "sequence length"}.get(k, label_of(k).lower())
         val = " × ".join(count(x) for x in v) if isinstance(v, (list, tuple)) else count(v)
         bits.append(f"{name} up to {val}")
@@ -102,7 +106,7 @@ class AdvisorPanel(W.VBox):
         if adv.fits:
             head = (f"Fits, leaving {gib(usable - adv.estimate.device_used_bytes)} free "
                     f"({gib(usable - adv.limit_bytes)} kept as headroom).")
-            grow = growth_text(adv.growth)
+            grow = growth_text(adv.growth, adv.scenario)
             self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
         elif adv.plans:
             self.status.value = (f"<div class='vp-hint'>Short by {gib(adv.estimate.device_used_bytes - adv.limit_bytes)} "

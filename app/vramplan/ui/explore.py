@@ -1,7 +1,8 @@
 """The charts panel: one reused chart widget and a choice of views of the current plan, each a
 `vramplan.charts` builder fed by the estimate, the sweep or the hardware database:
 
-    curve      device memory against the batch size, the GPU's usable memory, the max batch
+    curve      device memory against the batch size, the usable memory of the GPU and of the
+               next larger ones, the max batch
     compare    every GPU on this plan (headroom, max batch or usable memory); click to choose
     bandwidth  what a step needs against what the GPU sustains
     roofline   arithmetic intensity against the GPU's compute and memory ceilings
@@ -68,14 +69,35 @@ def batch_values(max_batch: int) -> list[int]:
     return sorted(vals)
 
 
-def curve_chart(sc, est: dict, device) -> Any:
+def larger_gpus(db, device, n: int = 2, step: float = 1.4) -> list:
+    """GPUs to draw beside the chosen one: the next sizes up, each at least `step` times the
+    last (an RTX 4090 -> A100 40GB, H100 80GB), of the same vendor where it has one."""
+    out, floor = [], device.usable_bytes * step
+    for _ in range(n):
+        bigger = [d for d in db.devices if d.usable_bytes >= floor]
+        same = [d for d in bigger if d.vendor == device.vendor]
+        bigger = same or bigger
+        if not bigger:
+            break
+        size = min(d.usable_bytes for d in bigger)
+        pick = min((d for d in bigger if d.usable_bytes == size),
+                   key=lambda d: (d.vendor != device.vendor, -(d.year or 0), d.name))
+        out.append(pick)
+        floor = pick.usable_bytes * step
+    return out
+
+
+def curve_chart(sc, est: dict, device, db) -> Any:
+    """Device memory against the batch on the chosen GPU, with its usable memory and that of
+    the next larger GPUs, and the max batch marked."""
     from ..charts import memory_curve_chart
     from ..sweep import curve
     mb = int(est.get("max_batch_size") or 0)
     points = [{"x": b, "device_used_bytes": used} for b, used in
               curve(sc, "batch_size", batch_values(mb), gpu=device.id) if used is not None]
-    return memory_curve_chart(points, gpu=device.to_dict(), max_x=mb or None,
-                              x_title="Batch size", x_unit="per GPU")
+    return memory_curve_chart(points, gpu=device.to_dict(),
+                              pinned=[d.to_dict() for d in larger_gpus(db, device)],
+                              max_x=mb or None, x_title="Batch size", x_unit="per GPU")
 
 
 def comparison_rows(sc, db, batched: bool) -> list[dict]:
@@ -111,7 +133,7 @@ def build(view: str, snap: dict) -> Any:
     from .. import charts as C
     sc, est, dev, db = snap["scenario"], snap["result"], snap["device"], snap["db"]
     if view == "curve":
-        return curve_chart(sc, est, dev)
+        return curve_chart(sc, est, dev, db)
     if view == "compare":
         metric = snap.get("metric", "headroom")
         if metric == "max_batch" and not snap["batched"]:

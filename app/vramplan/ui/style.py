@@ -14,6 +14,7 @@ MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 
 PAGE = """
 html, body[data-voila] { height: auto !important; }
+html:has(body[data-voila]) { scrollbar-gutter: stable; }
 body[data-voila] { background: #f3f4f6; padding: 0; overflow: auto !important; }
 body[data-voila] #main, body[data-voila] #jp-main-content-panel,
 body[data-voila] #rendered_cells {
@@ -49,7 +50,7 @@ CSS = PAGE + f"""
 .vp-header .vp-logo {{ font-size: 21px; font-weight: 700; letter-spacing: -0.02em; color: #111827; }}
 .vp-header .vp-logo span {{ color: #2563eb; }}
 .vp-header .vp-tagline {{ color: #6b7280; font-size: 13px; }}
-.vp-top > .widget-html:last-child {{ margin-left: auto; }}
+.vp-top .vp-undo {{ margin-left: auto; }}
 .vp-version {{ color: #9ca3af; font-size: 12px; }}
 .vp-body {{ display: flex; flex-direction: row; gap: 16px; align-items: flex-start;
            width: 100%; overflow: visible; }}
