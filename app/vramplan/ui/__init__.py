@@ -3,7 +3,7 @@ the draft, the scenario, the estimate, history, listeners); the widgets edit it 
 from it, one per file; `app.py` lays them out. `notebooks/planner.ipynb` is
 `from vramplan.ui import App; App()`.
 
-Files: `state.py` (PlanState), `text.py` (parsing and number formats), `jobs.py` (long work off
+Files: `state.py` (PlanState), `draft.py` (its plain helpers), `text.py` (parsing and number formats), `jobs.py` (long work off
 the kernel's loop); widgets: `model_picker.py`, `fields.py` + `objects.py` (one form field),
 `workload.py` (the form's sections), `gpu_picker.py`, `notices.py`, `verdict.py`,
 `explore.py` (the charts), `chart.py` (one reused altair widget), `details.py`,
