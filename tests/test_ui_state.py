@@ -214,3 +214,4 @@ def test_numbers_read_and_print():
     assert T.gib(1234.5 * 2**30) == "1,234.5 GiB" and T.count(131072) == "131,072"
     assert T.label_of("kv_pool_tokens") == "KV pool tokens"
     assert T.show("size", 4 * 2**30) == "4 GiB"
+    assert T.size(8294400) == "7.9 MiB" and T.size(1.5 * 2**30) == "1.5 GiB"

@@ -13,7 +13,7 @@ import ipywidgets as W
 
 from .jobs import Jobs
 from .section import section
-from .text import count, gib, label_of, message_html
+from .text import count, gib, label_of, message_html, size
 
 PLANS = 3
 CHANGES = 6
@@ -77,6 +77,8 @@ class AdvisorPanel(W.VBox):
             if self._asked is not st.result:
                 self._asked = st.result
                 self.status.value = "<div class='vp-hint'>Finding changes…</div>"
+                self.plans.children, self.changes.children = [], []   # not the last plan's
+                self._shown = None
                 snap, result = st.snapshot(), st.result
                 self.jobs.run(lambda: st.advise(snap), lambda adv: self._done(result, adv))
             return
@@ -104,8 +106,8 @@ class AdvisorPanel(W.VBox):
         self.buttons = []
         usable = adv.estimate.gpu.usable_bytes
         if adv.fits:
-            head = (f"Fits, leaving {gib(usable - adv.estimate.device_used_bytes)} free "
-                    f"({gib(usable - adv.limit_bytes)} kept as headroom).")
+            head = (f"Fits, leaving {size(usable - adv.estimate.device_used_bytes)} free "
+                    f"({size(usable - adv.limit_bytes)} kept as headroom).")
             grow = growth_text(adv.growth, adv.scenario)
             self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
         elif adv.plans:
@@ -139,7 +141,7 @@ class AdvisorPanel(W.VBox):
         for r in recs:
             fits = " · fits" if r.estimate.fits else ""
             text = W.HTML(f"<div class='vp-change'><b>{_e(r.title)}</b><div class='vp-hint'>"
-                          f"saves {gib(r.saves_bytes)}{fits} · {_e(cost_text(r.cost))}"
+                          f"saves {size(r.saves_bytes)}{fits} · {_e(cost_text(r.cost))}"
                           f"</div></div>")
             row = W.HBox([text, self._apply_button(r)])
             row.add_class("vp-change-row")

@@ -160,6 +160,17 @@ def gib(n: Any, digits: int = 1) -> str:
     return f"{n / 2**30:,.{digits}f} GiB"
 
 
+def size(n: Any) -> str:
+    """Bytes in the binary unit that reads best: '7.9 MiB', '1.2 GiB', '1,234.5 GiB'."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool) or not math.isfinite(n):
+        return "–"
+    if abs(n) >= 2**30 or n == 0:
+        return gib(n)
+    if abs(n) >= 2**20:
+        return f"{n / 2**20:,.1f} MiB"
+    return f"{n / 2**10:,.1f} KiB"
+
+
 def rate_gbs(gbs: Any) -> str:
     """GB/s as '3.35 TB/s' or '936 GB/s'."""
     if not isinstance(gbs, (int, float)) or not math.isfinite(gbs):
