@@ -46,7 +46,7 @@ CONTRACT = (
        "without a model"),
     _k("batch_size", "int", "Batch size", "micro-batch per GPU (sequences, images, frames or "
        "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
-                                                     ("render", "array")),
+                                                     ("render", "array", "load")),
        default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size"),
     _k("seq_len", "int", "Sequence length", "tokens per sequence; for generate the prompt",
        unit="tokens", lo=1, hi=LIMIT, families=_TR, where="transformer models",
@@ -89,6 +89,7 @@ CONTRACT = (
        choices=CHECKPOINTING, tasks=TRAINING_TASKS, neutral="none", default="none"),
     _k("attention", "choice", "Attention", "eager materialises the score matrix; sdpa / flash "
        "do not", choices=ATTENTION, shown_families=_TR + _DI, default="sdpa",
+       shown_tasks=tuple(t for t in TASKS if t != "load"),
        default_doc="sdpa; none for render, volume, array"),
     _k("lora", "object", "LoRA", "adapters: rank, alpha, target modules, dropout",
        tasks=LORA_TASKS, where="tasks " + ", ".join(LORA_TASKS) + " (use task 'lora' to "
