@@ -16,6 +16,11 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
+    # Known to fail today (docs/serving.md "Known problems"): under concurrent first loads the
+    # server's memory does not return within 10 % of idle (a high-water mark, not a per-visit
+    # leak) and anywidget's 2 s init timeout fires. Kept running so a fix shows as XPASS.
+    pytest.mark.xfail(reason="load criteria not met yet: memory high-water mark, anywidget "
+                             "init timeout (reliability issue, open)", strict=False),
 ]
 
 SESSIONS = 4

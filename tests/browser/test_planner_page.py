@@ -40,6 +40,10 @@ ALLOWED_CONSOLE = (
     re.compile(r"^Unsatisfied version \S+ from _JUPYTERLAB\.CORE_OUTPUT of shared singleton "
                r"module @jupyterlab/"),
     re.compile(r"^No satisfying version \S+ of shared module @jupyterlab/"),
+    # anywidget 0.11's lab extension gives a model 2 s to initialise (hard-coded); on a busy
+    # 2-core machine the hidden URL widget can miss it and anywidget retries. Known problem,
+    # docs/serving.md; the checks below still require every chart and control to work.
+    re.compile(r"^pageerror: \[anywidget\] Failed to initialize model\.$"),
 )
 VIEW_TITLES = {"Memory vs batch": "Device memory vs batch size",
                "GPUs compared": "GPUs compared", "Savings": "Today",
