@@ -103,7 +103,7 @@ class Watch:
         page = context.new_page()
         page.on("request", self._request)
         page.on("console", self._console)
-        page.on("pageerror", lambda exc: self.console.append(f"pageerror: {exc}"))
+        page.on("pageerror", self._pageerror)
         return page
 
     def _request(self, request):
@@ -111,6 +111,11 @@ class Watch:
         if request.url.startswith(("http://", "https://", "ws://", "wss://")) and \
                 host not in LOCAL_HOSTS:
             self.external.append(request.url)
+
+    def _pageerror(self, exc):
+        text = f"pageerror: {exc}"
+        if not any(p.match(text) for p in ALLOWED_CONSOLE):
+            self.console.append(text)
 
     def _console(self, msg):
         if msg.type in ("warning", "error") and not any(p.match(msg.text)
