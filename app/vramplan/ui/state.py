@@ -29,6 +29,7 @@ from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODE
                     OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, default_draft,
                     default_gpu, describe_model, draft_from_query, draft_key, family_of, flat,
                     is_for_people, model_family, readable_query, search_models)
+from .i18n import normalise_lang, speaking
 from .text import looks_like_size, parse_params
 
 HISTORY = 50
@@ -37,7 +38,8 @@ class PlanState:
     """Draft -> scenario -> estimate, with listeners `fn(state, what)` (what: a set of
     'draft', 'gpu', 'estimate', 'notices')."""
 
-    def __init__(self, db=None, draft: dict | None = None, gpu: str | None = None):
+    def __init__(self, db=None, draft: dict | None = None, gpu: str | None = None,
+                 lang: str = "en"):
         self.db = db if db is not None else default_db()
         self.draft: dict = {}
         self.gpu: str | None = None
@@ -53,6 +55,7 @@ class PlanState:
         self.history: list[Snapshot] = []
         self.query = ""                        # what the address bar should hold
         self.advice = None                     # the advisor's Advice for `result`, when asked
+        self.lang = normalise_lang(lang)       # the page's language (a setting, not a key)
         self._listeners: list[Callable] = []
         self.gpu = self._resolve_gpu(gpu)
         self.draft = dict(draft) if draft is not None else default_draft()
@@ -63,8 +66,9 @@ class PlanState:
         self._listeners.append(fn)
 
     def _emit(self, what: set) -> None:
-        for fn in list(self._listeners):
-            fn(self, what)
+        with speaking(self.lang):               # the widgets render in the page's language
+            for fn in list(self._listeners):
+                fn(self, what)
 
     # ------------------------------------------------------------ reading
     @property
