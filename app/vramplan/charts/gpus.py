@@ -83,8 +83,9 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     """Every device as a point: capacity (GiB) against peak bandwidth (GB/s), by vendor.
 
     Both axes are logarithmic (capacities span 8-288 GiB, bandwidths 0.3-8 TB/s). The
-    `selected` device id gets a dark ring and its name as a label. Tooltips show name, vendor,
-    capacity, memory type, bandwidth and year.
+    `selected` device id gets a dark ring and its name as a label (left of the point in the
+    right half of the x range, else right of it). Tooltips show name, vendor, capacity,
+    memory type, bandwidth and year.
     """
     import altair as alt
 
@@ -114,17 +115,20 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
                                           padding=6, cornerRadius=4)),
         tooltip=tooltip,
     )
-    chosen = base.transform_filter(alt.datum.selected)
-    ring = chosen.mark_point(size=420, shape="circle", filled=False, strokeWidth=2.5,
-                             color=SELECTED_COLOR).encode(x=x, y=y, tooltip=tooltip)
-    labels = [
-        chosen.transform_filter(alt.datum.label_side == side).mark_text(
-            align=align, dx=dx, dy=-12, fontSize=12, fontWeight="bold", color=SELECTED_COLOR,
-        ).encode(x=x, y=y, text="name:N")
-        for side, align, dx in (("right", "left", 14), ("left", "right", -14))
-    ]
+    # the chosen device: a ring and its name, one label layer on the side with room (known
+    # here, so no layer is left empty: an empty layer makes Vega warn "Infinite extent");
+    # with nothing chosen there is neither
+    chosen = [r for r in rows if r["selected"]]
+    marks = []
+    if chosen:
+        align, dx = ("right", -14) if chosen[0]["label_side"] == "left" else ("left", 14)
+        sel = base.transform_filter(alt.datum.selected)
+        marks = [sel.mark_point(size=420, shape="circle", filled=False, strokeWidth=2.5,
+                                color=SELECTED_COLOR).encode(x=x, y=y, tooltip=tooltip),
+                 sel.mark_text(align=align, dx=dx, dy=-12, fontSize=12, fontWeight="bold",
+                               color=SELECTED_COLOR).encode(x=x, y=y, text="name:N")]
     return (
-        alt.layer(points, ring, *labels)
+        alt.layer(points, *marks)
         .properties(width=width, height=height,
                     title=alt.Title("Capacity vs bandwidth, every GPU in the database",
                                     subtitle="ring: the chosen GPU; hover a point for details",

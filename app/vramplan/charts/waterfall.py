@@ -13,13 +13,48 @@ KIND_COLORS = {
 }
 
 
+LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
+ADVISOR_COST_KEYS = ("compute_share", "time_share", "accuracy_risk", "changes_job", "score")
+
+
 def _pct(v: float) -> str:
     return f"{v:+.0%}"
 
 
+def _share(v: float) -> str:
+    """0.0088 -> '+0.9%', 0.33 -> '+33%' (a share under 10% keeps one decimal)."""
+    return f"+{v:.1%}" if abs(v) < 0.0995 else f"+{v:.0%}"
+
+
+def cost_text(cost: Any) -> str:
+    """An advisor `Cost` (or its `to_dict()`) in words, the advisor's figures as the planner's
+    cards print them: '+2.6% compute · +23% step time in transfers over PCIe Gen4 x16 ·
+    accuracy risk medium · changes the job · 16 GPUs'; 'no extra cost' when every figure is
+    zero. (The cards' `ui.advisor.cost_text` is a later stage: charts cannot import it.)"""
+    c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
+    parts = []
+    if theme.finite(c.get("compute_share")) and c["compute_share"] > 0:
+        parts.append(f"{_share(c['compute_share'])} compute")
+    if theme.finite(c.get("time_share")) and c["time_share"] > 0:
+        via = f" over {c['host_link'] or c.get('link')}" if c.get("host_link") or \
+            c.get("link") else ""
+        parts.append(f"{_share(c['time_share'])} step time in transfers{via}")
+    if c.get("accuracy_risk") not in (None, "none"):
+        parts.append(f"accuracy risk {c['accuracy_risk']}")
+    if c.get("changes_job"):
+        parts.append("changes the job")
+    if theme.finite(c.get("gpus")) and c["gpus"] > 1:
+        parts.append(f"{int(c['gpus'])} GPUs")
+    return " · ".join(parts) or "no extra cost"
+
+
 def cost_label(cost: Any) -> str:
-    """A recommendation's cost in a few words: a string as is; a dict's `label` / `summary` /
-    `text`, else its items ('step_time_fraction': 0.33 -> 'step time +33%'); '' when none."""
+    """A recommendation's cost in a few words: an advisor `Cost` (or its dict) as `cost_text`
+    words; a string as is; another dict's `label` / `summary` / `text`, else its items
+    ('step_time_fraction': 0.33 -> 'step time +33%'); '' when none."""
+    if hasattr(cost, "to_dict") or (isinstance(cost, Mapping) and
+                                    any(k in cost for k in ADVISOR_COST_KEYS)):
+        return cost_text(cost)
     if not cost:
         return ""
     if isinstance(cost, str):
@@ -43,6 +78,18 @@ def cost_label(cost: Any) -> str:
             v = f"{v:,.3g}"
         parts.append(f"{name.replace('_', ' ')} {v}")
     return ", ".join(parts)
+
+
+def shorten(text: str, limit: int = LABEL_CHARS) -> str:
+    """`text` cut to `limit` characters at a word (or a ' · ' part) with '…' at the end."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ·,;:-") + "…"
 
 
 def _device_used(est: Any) -> int | None:
@@ -80,7 +127,8 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     `advice["plans"]` (or its index) listing recommendation ids (`recommendations`, `steps` or
     `ids`) and optionally its `estimate`; without it every recommendation with a finite
     saving is taken in the advisor's order, stopping once the total fits (`until_fits`).
-    Row: order, step, kind, start_gib, end_gib, bytes, text, cost, id."""
+    Row: order, step, kind, start_gib, end_gib, bytes, text (the saving and the cost in
+    words), label (`text` cut to LABEL_CHARS for the bar), cost, id."""
     peak = peak_bytes if theme.finite(peak_bytes) else _device_used(estimate)
     if peak is None:
         return []
@@ -122,7 +170,7 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
         out.append({"order": i, "step": r["step"], "kind": r["kind"], "id": r["id"],
                      "start_gib": theme.gib(min(r["from"], r["to"])),
                      "end_gib": theme.gib(max(r["from"], r["to"])), "bytes": delta,
-                     "cost": r["cost"], "text": text,
+                     "cost": r["cost"], "text": text, "label": shorten(text),
                      "label_gib": theme.gib(max(r["from"], r["to"]))})
     return out
 
@@ -144,20 +192,23 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     ext = max([r["end_gib"] for r in rows] + [theme.gib(usable) if usable else 0, 1.0])
     order = [r["step"] for r in rows]
     kinds = [k for k in KIND_COLORS if any(r["kind"] == k for r in rows)] or ["today"]
-    y = alt.Y("step:N", sort=order, title=None,
-              axis=alt.Axis(labelLimit=260, ticks=False, domain=False))
+    y = alt.Y("step:N", sort=order, title=None,  # long step names end in "…" (tooltip: all)
+              axis=alt.Axis(labelLimit=220, ticks=False, domain=False))
     x = alt.X("start_gib:Q", title="Device memory at the peak (GiB per GPU)",
               scale=alt.Scale(domain=[0, round(ext * 1.55, 3)], nice=False),
               axis=theme.gib_axis())
+    tooltip = [alt.Tooltip("step:N", title="Step"), alt.Tooltip("text:N", title="Effect"),
+               alt.Tooltip("cost:N", title="Cost")]
     base = alt.Chart(alt.Data(values=rows))
     bars = base.mark_bar(height={"band": 0.7}, cornerRadius=2).encode(
         x=x, x2="end_gib:Q", y=y,
         color=alt.Color("kind:N", legend=None, scale=alt.Scale(
             domain=kinds, range=[KIND_COLORS[k] for k in kinds])),
-        tooltip=[alt.Tooltip("step:N", title="Step"), alt.Tooltip("text:N", title="Effect"),
-                 alt.Tooltip("cost:N", title="Cost")])
-    labels = base.mark_text(align="left", dx=5, limit=320).encode(
-        x="label_gib:Q", y=y, text="text:N")
+        tooltip=tooltip)
+    # a label starts at most at 1/1.55 of the width: what is left (less dx and a margin) is
+    # its limit, so it ends in "…" inside the plot instead of being clipped at its edge
+    labels = base.mark_text(align="left", dx=5, limit={"expr": "max(40, width * 0.35 - 10)"}
+                            ).encode(x="label_gib:Q", y=y, text="label:N", tooltip=tooltip)
     layers = []  # the limit line first: bars and labels are drawn over it
     if usable:
         line = [{"usable_gib": theme.gib(usable),

@@ -161,23 +161,11 @@ def build(view: str, snap: dict) -> Any:
 
 
 def landscape_chart(devices, gpu: str):
-    """`charts.capacity_bandwidth_chart` less the label layer of the side the chosen GPU's
-    label is not on: that layer is empty, and an empty layer makes Vega warn "Infinite extent"
-    in the console on every draw (the builder draws both; a fix there makes this a no-op)."""
+    """`charts.capacity_bandwidth_chart`: capacity against bandwidth of every GPU, the chosen
+    one ringed and named (the builder draws no empty layer, so Vega has no extent to warn
+    about)."""
     from .. import charts as C
-    chart = C.capacity_bandwidth_chart(devices, gpu)
-    side = next((r.get("label_side") for r in C.device_rows(devices, gpu) if r["selected"]),
-                None)
-    empty = [f"label_side === '{x}'" for x in ("left", "right") if x != side]
-
-    def used(layer) -> bool:
-        filters = [str(t.get("filter")) for t in layer.to_dict().get("transform", [])]
-        return not any(e in f for e in empty for f in filters)
-    layers = [ly for ly in chart.layer if used(ly)]
-    if len(layers) != len(chart.layer):
-        chart = chart.copy(deep=False)
-        chart.layer = layers
-    return chart
+    return C.capacity_bandwidth_chart(devices, gpu)
 
 
 class ExplorePanel(W.VBox):
