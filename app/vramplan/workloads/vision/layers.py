@@ -92,6 +92,7 @@ class Graph:
         self._storage = 0
         self.blocks: list[tuple[int, int]] = []   # [start, end) op ranges a checkpoint can wrap
         self._bstart = 0
+        self._curves: dict = {}      # curves() by (outputs, checkpoint, graph size)
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _new(self, shape, dtype=None, batched=True, like: T | None = None) -> T:
@@ -358,7 +359,16 @@ class Graph:
         return savers, recompute
 
     def curves(self, outputs: list | None = None, checkpoint: bool = False) -> "Curves":
-        """Liveness curves over the step, split in per-sample and batch-independent bytes."""
+        """Liveness curves over the step, split in per-sample and batch-independent bytes.
+        Computed once per outputs / checkpoint while the graph has the same ops (a graph is
+        walked once and cached by the footprint; the curves do not depend on the batch)."""
+        key = (tuple(id(t) for t in outputs or ()), bool(checkpoint), len(self.ops),
+               len(self.tensors))
+        if key not in self._curves:
+            self._curves[key] = self._liveness(outputs, checkpoint)
+        return self._curves[key]
+
+    def _liveness(self, outputs: list | None, checkpoint: bool) -> "Curves":
         import numpy as np
         n = len(self.ops)
         outs = set(id(t) for t in (outputs or []))
