@@ -205,18 +205,43 @@ def test_generation_table_states_each_capability_with_sources():
         assert {"nv-cuda-guide-cc", "nv-te-support-matrix", "fa2-readme"} <= set(g["sources"])
 
 
-def test_t4_warns_for_default_bf16_and_flash_and_a100_for_fp8():
+def test_t4_defaults_to_fp16_and_warns_for_asked_bf16_flash_and_a100_for_fp8():
+    # Turing (compute capability 7.5) has no bf16 tensor cores: the default follows the GPU
     e = est({"model": "meta-llama/Llama-3.2-1B", "task": "train", "attention": "flash"},
             "nvidia-t4")
-    assert e["scenario"]["precision"] == "bf16-mixed"
+    assert e["scenario"]["precision"] == "fp16-mixed"
     notes = " ".join(e["notes"])
-    assert "no bf16 tensor cores before compute capability 8.0" in notes
+    assert "no bf16 tensor cores" not in notes
     assert "FlashAttention-2 needs compute capability 8.0+" in notes
-    assert e["bandwidth"]["compute_rate_dtype"] == "fp32"     # bf16 runs emulated
+    assert e["bandwidth"]["compute_dtype"] == "fp16" and e["bandwidth"]["peak_tflops"] == 65.0
+    asked = est({"model": "meta-llama/Llama-3.2-1B", "task": "train",
+                 "precision": "bf16-mixed", "attention": "flash"}, "nvidia-t4")
+    assert asked["scenario"]["precision"] == "bf16-mixed"     # asked for: kept, and warned
+    assert any("no bf16 tensor cores before compute capability 8.0" in n for n in asked["notes"])
+    assert asked["bandwidth"]["compute_rate_dtype"] == "fp32"  # bf16 runs emulated
+    # same bytes either way (2 bytes per 16-bit value)
+    assert asked["per_gpu"]["components"] == e["per_gpu"]["components"]
     a100 = est({"model": LLAMA8, "task": "generate", "precision": "fp8"}, "nvidia-a100-sxm4-80gb")
     assert any("FP8 tensor cores need compute capability 8.9+" in n for n in a100["notes"])
     h100 = est({"model": LLAMA8, "task": "generate", "precision": "fp8", "attention": "flash"})
     assert not any("compute capability" in n for n in h100["notes"])
+
+
+def test_default_precision_follows_the_gpu_in_scenarios_links_and_gpu_changes():
+    from vramplan.scenario import Scenario
+    t4 = Scenario.from_dict({"model": "gpt2", "task": "train", "gpu": "nvidia-t4"})
+    assert t4.precision == "fp16-mixed"
+    assert Scenario.from_dict({"model": "gpt2", "task": "generate",
+                               "gpu": "nvidia-t4"}).precision == "fp16"
+    assert Scenario.from_dict({"model": "gpt2", "task": "qlora",
+                               "gpu": "nvidia-t4"}).precision == "nf4"
+    assert t4.to_query() == "model=gpt2&task=train&gpu=nvidia-t4"   # the default: not written
+    assert Scenario.from_query(t4.to_query()) == t4
+    h100 = t4.replace(gpu=H100)                      # a defaulted precision follows the GPU
+    assert h100.precision == "bf16-mixed" and h100.replace(gpu="nvidia-t4") == t4
+    kept = Scenario.from_dict({"model": "gpt2", "task": "train", "gpu": H100,
+                               "precision": "fp32"}).replace(gpu="nvidia-t4")
+    assert kept.precision == "fp32"                  # a chosen precision is kept
 
 
 # ---- sizes a model takes ------------------------------------------------------------------------

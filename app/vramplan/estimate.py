@@ -35,12 +35,22 @@ class Estimate(MemoryReport):
         return super().to_dict()
 
 
-def _scenario(s):
+def _scenario(s, gpu=None):
+    """The Scenario of a dict or Scenario; a dict estimated on a `gpu` it does not name gets
+    that GPU's default precision (fp16 for bf16 on a GPU without bf16, scenario.rules)."""
     from .scenario import Scenario
     if isinstance(s, Scenario):
         return s
     if isinstance(s, dict):
-        return Scenario.from_dict(s)
+        sc = Scenario.from_dict(s)
+        if gpu is None or s.get("gpu") is not None or s.get("precision") is not None:
+            return sc
+        from .scenario.rules import default_precision
+        p = sc.precision
+        if isinstance(p, str) and "bf16" in p and p == default_precision(sc.task) and \
+                dict(_device(sc, gpu).capabilities or {}).get("bf16") is False:
+            return sc.replace(precision=p.replace("bf16", "fp16"))
+        return sc
     raise ScenarioError("scenario", f"expected a Scenario or a dict, got {type(s).__name__}")
 
 
@@ -97,7 +107,7 @@ def _fits(used: int, dev) -> bool:
 
 def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
     """Estimate one scenario on one GPU (default: the scenario's `gpu`)."""
-    sc = _scenario(scenario)
+    sc = _scenario(scenario, gpu)
     dev = _device(sc, gpu)
     spec = _spec(sc)
     fp, comps, alloc, reserved, used = _figures(sc, dev, spec)
@@ -122,7 +132,7 @@ def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
     """Largest batch whose device_used fits the GPU (0 if batch 1 does not), capped at
     MAX_BATCH_CAP. Memory is monotone in the batch, so the answer is the b with fits(b) and
     not fits(b + 1), found by `largest_fitting` over the same estimate."""
-    sc = _scenario(scenario)
+    sc = _scenario(scenario, gpu)
     dev = _device(sc, gpu)
     spec = spec if spec is not None else _spec(sc)
     used: dict[int, int | None] = {}

@@ -49,8 +49,7 @@ def plan_warnings(device, *, precisions=(), attention: str | None = None,
         out.append(f"{p} on {_where(device)}: no bf16 tensor cores before compute capability "
                    "8.0 (Transformer Engine support matrix); PyTorch runs bf16 matmuls emulated, "
                    "far slower than fp16, and torch < 1.10 refuses. fp16 / fp16-mixed hold the "
-                   "same memory and use the tensor cores. (The default precision is bf16-mixed "
-                   "whatever the GPU: set it.)")
+                   "same memory and use the tensor cores (the default precision on this GPU).")
     fp8 = "fp8" in precs or "float8-linears" in set(options or ())
     if fp8 and _supports(device, "fp8") is False:
         out.append(f"fp8 on {_where(device)}: FP8 tensor cores need compute capability 8.9+ "

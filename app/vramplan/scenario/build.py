@@ -17,7 +17,7 @@ from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
 from .keys import BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, key, sub_names
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
-from .rules import (default_task, max_positions, model_given, precisions_for, supported_tasks,
+from .rules import (default_precision, default_task, max_positions, model_given, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
 __all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "read_parallel",
@@ -197,7 +197,8 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     family = spec.family if spec is not None else None
     refuse_inapplicable(d, task, family)
     maxpos = max_positions(spec)
-    defaults = task_defaults(task, family, maxpos)
+    gpu = resolve_gpu(d["gpu"]) if d.get("gpu") is not None else None
+    defaults = task_defaults(task, family, maxpos, gpu)
     # what the model decides (native resolution, pipeline steps, ...) under what was given;
     # read and checked like given values
     src = {**model_given(task, spec), **{k: v for k, v in d.items() if v is not None}}
@@ -247,7 +248,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
             raise ScenarioError("seq_len", f"{f['seq_len']} exceeds serving.max_model_len "
                                            f"{serving.max_model_len}")
         f["serving"] = serving
-    f["gpu"] = resolve_gpu(d["gpu"]) if d.get("gpu") is not None else None
+    f["gpu"] = gpu
 
     extra = {k.name: k.read(d[k.name]) for k in EXTRA if d.get(k.name) is not None}
     for name, v in EXTRA_DEFAULTS(task).items():
@@ -289,10 +290,13 @@ def replace_dict(sc, changes: dict) -> dict:
     if moved:
         base.pop("model", None)
         base.pop("architecture", None)
+    if "gpu" in changes and "precision" not in changes and changes["gpu"] != sc.gpu and \
+            base.get("precision") == default_precision(sc.task, sc.gpu):
+        del base["precision"]         # the old GPU's default: the new GPU's default instead
     if changes.get("task", sc.task) != sc.task or moved:
         spec = sc.spec
         fam = spec.family if spec is not None else None
-        old = task_defaults(sc.task, fam, max_positions(spec))
+        old = task_defaults(sc.task, fam, max_positions(spec), sc.gpu)
         old["lora"] = LoraConfig().to_dict() if sc.task in ("lora", "qlora") else None
         old["target_len"] = base.get("seq_len")
         old_extra = {**EXTRA_DEFAULTS(sc.task), **model_given(sc.task, spec)}

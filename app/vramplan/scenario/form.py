@@ -98,7 +98,8 @@ class _Draft:
         """{key: default} for this draft (dotted for nested keys)."""
         t, d = self.task, self.d
         out = {k.name: k.default_for(t) for k in CONTRACT if k.default is not None}
-        out.update({"task": t, **task_defaults(t, self.family, self.maxpos), **self.given})
+        gpu = d.get("gpu") if isinstance(d.get("gpu"), str) else None
+        out.update({"task": t, **task_defaults(t, self.family, self.maxpos, gpu), **self.given})
         if self.family == "encoder-decoder" and t in TRAINING_TASKS + ("forward",):
             out["target_len"] = d.get("seq_len") or out.get("seq_len")
         for k in subkeys("lora") + subkeys("parallel") + subkeys("serving"):

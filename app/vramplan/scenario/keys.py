@@ -80,7 +80,7 @@ CONTRACT = (
     _k("precision", "choice", "Precision", "number format of weights and compute; or an "
        "object of pipeline component -> format with `default`", choices=PRECISIONS,
        shown_tasks=MODEL_TASKS, default_doc="train bf16-mixed, qlora nf4, render / volume / "
-       "array fp32, else bf16"),
+       "array fp32, else bf16; fp16 for bf16 on a GPU without bf16 (compute capability < 8.0)"),
     _k("optimizer", "choice", "Optimizer", "optimizer whose states are held", choices=OPTIMIZERS,
        tasks=TRAINING_TASKS, neutral="none", default_doc="adamw (training), else none"),
     _k("gradient_accumulation", "int", "Grad. accumulation", "micro-batches per optimizer step",

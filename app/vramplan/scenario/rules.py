@@ -12,6 +12,8 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      LORA_TASKS, MODELLESS_TASKS, OPTIMIZERS, PRECISION_BYTES, PRECISIONS,
                      QUANTISED, TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from ..workloads.registry import family_defaults, family_tasks, families
+from ..errors import VramplanError
+from ..hardware import get_gpu
 from .resolve import spec_of
 
 OFFLOAD: dict[str, str] = {
@@ -77,14 +79,25 @@ NEW_TOKENS = 256           # generate
 SERVE_MAX_NUM_SEQS = 256   # vLLM default
 
 
-def default_precision(task: str) -> str:
-    if task == "train":
-        return "bf16-mixed"
+def default_precision(task: str, gpu: str | None = None) -> str:
+    """The task's default precision on `gpu` (a hardware-database id): bf16(-mixed), or
+    fp16(-mixed) on a GPU whose generation has no bf16 tensor cores (compute capability
+    below 8.0, hwdb/generations.toml: Turing, Volta, Pascal), where PyTorch would emulate
+    bf16 matmuls; the memory is the same, the default follows what the GPU runs."""
     if task == "qlora":
         return "nf4"
     if task in MODELLESS_TASKS:
         return "fp32"
-    return "bf16"  # lora (bf16 base + adapters) and the inference tasks
+    p = "bf16-mixed" if task == "train" else "bf16"  # lora: bf16 base + adapters; inference
+    return p.replace("bf16", "fp16") if gpu and _no_bf16(gpu) else p
+
+
+def _no_bf16(gpu: str) -> bool:
+    try:
+        dev = get_gpu(gpu)
+    except VramplanError:
+        return False                  # the gpu key names the problem itself
+    return dict(dev.capabilities or {}).get("bf16") is False
 
 
 def default_optimizer(task: str) -> str:
@@ -103,11 +116,13 @@ def default_seq_len(task: str, max_positions: int | None) -> int | None:
     return None
 
 
-def task_defaults(task: str, family: str | None, max_positions: int | None) -> dict:
+def task_defaults(task: str, family: str | None, max_positions: int | None,
+                  gpu: str | None = None) -> dict:
     """Top-level defaults of a task for a model family (transformer keys only where they
-    apply); used by normalisation and by Scenario.replace to recognise defaulted values."""
+    apply) on `gpu`; used by normalisation and by Scenario.replace to recognise defaulted
+    values."""
     transformer = family in TRANSFORMER_FAMILIES
-    d = {"batch_size": 1, "precision": default_precision(task),
+    d = {"batch_size": 1, "precision": default_precision(task, gpu),
          "optimizer": default_optimizer(task), "gradient_accumulation": 1,
          "checkpointing": "none", "attention": None if task in MODELLESS_TASKS else "sdpa"}
     if transformer:
