@@ -49,6 +49,32 @@ class HardwareDB:
             raise UnknownIdError("GPU", key, self.ids)
         return dev
 
+    def match(self, name: str | None, memory_bytes: int | None = None) -> Device | None:
+        """The device a driver reports (NVML / torch name and total memory), or None.
+
+        `get(name)` when the name is known; otherwise the devices one of whose id, name or
+        aliases is contained in the reported name ('NVIDIA H100 80GB HBM3e' holds 'H100 80GB
+        HBM3'), the longest such key first, then the one whose usable memory (the driver's
+        total, hwdb/README.md) is closest to `memory_bytes`."""
+        if not name or not str(name).strip():
+            return None
+        try:
+            return self.get(str(name))
+        except UnknownIdError:
+            pass
+        want = squash(str(name))
+        best = None
+        for d in self.devices:
+            keys = [k for k in (squash(x) for x in (d.id, d.name, *d.aliases))
+                    if len(k) >= 3 and k in want]
+            if not keys:
+                continue
+            gap = abs(d.usable_bytes - memory_bytes) if memory_bytes else 0
+            rank = (-max(len(k) for k in keys), gap, d.id)
+            if best is None or rank < best[0]:
+                best = (rank, d)
+        return best[1] if best else None
+
     def get_system(self, name: str) -> System:
         for s in self.systems:
             if s.id.lower() == str(name).strip().lower():

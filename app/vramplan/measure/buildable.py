@@ -17,6 +17,8 @@ from ..scenario import Scenario
 FAMILIES = ("decoder", "encoder", "vit", "cnn", "unet")
 """the catalog families trace can build (decoder: Llama / Mistral / Qwen2 / GPT-2 / OPT / BigCode
 style; encoder: BERT / RoBERTa style; cnn: ResNet; vit; unet)"""
+TASKS = ("train", "lora", "forward", "generate")
+"""the tasks trace runs (tracing/jobs.py reads this)"""
 _RESNET_DEPTHS = {18: ((2, 2, 2, 2), "basic"), 34: ((3, 4, 6, 3), "basic"),
                   50: ((3, 4, 6, 3), "bottleneck"), 101: ((3, 4, 23, 3), "bottleneck"),
                   152: ((3, 8, 36, 3), "bottleneck")}
@@ -64,3 +66,34 @@ def fit(spec: ModelSpec) -> ModelSpec:
     raise ScenarioError("model", f"trace cannot build '{spec.id}' (family '{spec.family}'); it "
                                  f"builds these families: decoder (Llama/Mistral/Qwen2/GPT-2/OPT "
                                  f"style), encoder (BERT style), vit, cnn (ResNet), unet")
+
+
+def check_task(scn) -> None:
+    """The tasks trace does not run, refused naming why."""
+    if scn.task == "qlora":
+        raise ScenarioError("task", "trace cannot run qlora (4-bit NF4 kernels need bitsandbytes "
+                                    "on a GPU); trace 'lora' at bf16 for the adapter part")
+    if scn.task not in TASKS:
+        raise ScenarioError("task", f"trace runs tasks {', '.join(TASKS)}; not '{scn.task}'")
+
+
+def check_arch(arch) -> None:
+    """The transformer shapes the tracer's modules cannot build, refused naming why."""
+    if arch.mla:
+        raise ScenarioError("model", "trace cannot build multi-head latent attention (MLA)")
+    if arch.is_moe:
+        raise ScenarioError("model", "trace cannot build mixture-of-experts decoders yet")
+    if arch.kind == "encoder-decoder":
+        raise ScenarioError("model", "trace cannot build encoder-decoder models (T5) yet")
+
+
+def check(scenario) -> ModelSpec:
+    """What `trace` would build for `scenario`, without torch: the fitted ModelSpec, or the
+    ScenarioError trace would raise for its task, family or architecture (a page asks this
+    before it offers a trace)."""
+    scn = scenario_of(scenario)
+    check_task(scn)
+    spec = spec_of(scn)
+    if spec.family in ("decoder", "encoder"):
+        check_arch(spec.arch)
+    return spec

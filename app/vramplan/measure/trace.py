@@ -60,6 +60,7 @@ class TraceReport(MemoryReport):
     seconds: float = 0.0
     rewrites: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    ranks: dict = field(default_factory=dict)       # pipeline stages traced: each one's peak
 
     def timeline_points(self, n: int = 400) -> list[tuple[int, str, int]]:
         """At most ~n points: the maximum of each bucket (so the peak is always kept)."""
@@ -79,6 +80,8 @@ class TraceReport(MemoryReport):
              "peak_unrounded_bytes": int(self.peak_unrounded_bytes),
              "events": self.events, "ops": self.ops, "seconds": round(self.seconds, 3),
              "kernel_rewrites": self.rewrites, "notes": self.notes}
+        if self.ranks:
+            t["ranks"] = self.ranks
         if timeline:
             t["timeline"] = [list(e) for e in self.timeline_points(points)]
         self.sections = {"trace": t}
@@ -105,33 +108,77 @@ def _report(counted, mode, kernels, scenario=None, gpu=None) -> TraceReport:
 
 
 def trace(scenario, mode: str = "fake", kernels: str = "cuda", *, steps: int = 2,
-          timeline: bool = True, spec=None) -> TraceReport:
+          timeline: bool = True, spec=None, progress=None, stage=None) -> TraceReport:
     """Trace a scenario (dict or Scenario). `spec`: a ModelSpec or (family, config) to build
-    instead of the scenario's model."""
+    instead of the scenario's model. `progress(phase, k)` is called as the run goes:
+    ("build", 0) before the module is built, ("step", k) as step k of `steps` starts,
+    ("finish", steps) after the last step (the allocator model runs then). `stage`: the
+    pipeline stage to trace (default: each stage the estimate lists; the worst is returned,
+    every one in `ranks`)."""
     _torch()
     scn = scenario_of(scenario)
     spec = spec_of(scn, spec)
     from .tracing.jobs import job_for
     from .tracing.runner import run_job
     build = job_for(scn, spec)
+    on_step = None
+    if progress is not None:
+        build, on_step = _with_progress(build, progress, steps)
     gpu = get_gpu(scn.gpu) if scn.gpu else None
     lay = layout_of(scn.parallel)
     notes = []
     if lay.tensor > 1 or lay.pipeline > 1 or lay.context > 1 or (lay.data > 1 and lay.zero >= 1):
         from .tracing import sharded
         sharded.check_plan(lay.zero, lay.data, lay.tensor, lay.pipeline, lay.context)
+    if lay.tensor > 1 or lay.pipeline > 1:
+        return _trace_plan(build, lay, scn, gpu, mode, kernels, steps, timeline, on_step, stage)
     if lay.data > 1 and lay.zero >= 2:
-        counted = _run_sharded(build, lay.zero, lay.data, mode, kernels, steps, timeline)
+        counted = _run_sharded(build, lay.zero, lay.data, mode, kernels, steps, timeline,
+                               on_step)
     else:
         if lay.gpus > 1:
             notes.append("parallel plan without ZeRO sharding: every rank holds this full "
                          "replica (DDP gradient buckets not modelled)")
-        counted = run_job(build, mode, kernels, steps, timeline)
+        counted = run_job(build, mode, kernels, steps, timeline, on_step=on_step)
     counted.notes.extend(notes)
     return _report(counted, mode, kernels, scn, gpu)
 
 
-def _run_sharded(build, zero, world, mode, kernels, steps, timeline):
+def _trace_plan(build, lay, scn, gpu, mode, kernels, steps, timeline, on_step, stage):
+    """Tensor / pipeline (and 2-D with FSDP) plans: rank 0 of each traced pipeline stage
+    (tracing/plan.py); the worst stage is the report, every stage's peak in `ranks`."""
+    from ..workloads.transformer.sharding import stage_name, stages
+    from .tracing.plan import run_plan
+    pp = lay.pipeline
+    todo = [stage] if stage is not None else stages(pp)
+    reps = {}
+    for i in todo:
+        counted = run_plan(build, lay, scn.options, int(scn.gradient_accumulation or 1), mode,
+                           kernels, steps, timeline, on_step, stage=i)
+        reps[stage_name(i, pp) if pp > 1 else "rank 0"] = _report(counted, mode, kernels, scn, gpu)
+    worst = max(reps.values(), key=lambda r: r.peak_allocated_bytes)
+    if pp > 1:
+        worst.ranks = {k: {"peak_allocated_bytes": r.peak_allocated_bytes,
+                           "peak_phase": r.peak_phase, "components": dict(r.components)}
+                       for k, r in reps.items()}
+    return worst
+
+
+def _with_progress(build, progress, steps):
+    """`build` and an `on_step` that report to `progress` (see `trace`)."""
+    def built():
+        progress("build", 0)
+        job = build()
+        progress("step", 1)
+        return job
+    built.precision = build.precision
+
+    def on_step(k: int) -> None:
+        progress("step", k + 1) if k < steps else progress("finish", steps)
+    return built, on_step
+
+
+def _run_sharded(build, zero, world, mode, kernels, steps, timeline, on_step=None):
     """Rank 0 of a ZeRO-2/3 data-parallel plan: FSDP2 on a fake process group (tracing/sharded.py)."""
     from .tracing import sharded
     from .tracing.runner import run_job
@@ -141,7 +188,7 @@ def _run_sharded(build, zero, world, mode, kernels, steps, timeline):
             job.model = sharded.shard_model(job.model, zero, mesh)
             return job
         sharded_build.precision = build.precision
-        counted = run_job(sharded_build, mode, kernels, steps, timeline,
+        counted = run_job(sharded_build, mode, kernels, steps, timeline, on_step=on_step,
                           instrument=sharded.instrument)
     counted.notes.append(f"rank 0 of {world}: ZeRO-{zero} as FSDP2 fully_shard per block + root "
                          "on a fake process group (collectives allocate their outputs, move no "

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...errors import ScenarioError
+from ..buildable import TASKS, check_task  # noqa: F401 (TASKS: one list, buildable.check)
 from . import transformer as T
 from . import vision as V
 from .lora import apply_lora
@@ -27,7 +28,6 @@ PRECISIONS = {"fp32": (torch.float32, None), "tf32": (torch.float32, None),
               "bf16-mixed": (torch.float32, torch.bfloat16),
               "fp16-mixed": (torch.float32, torch.float16)}
 """precision -> (parameter dtype, autocast dtype or None)"""
-TASKS = ("train", "lora", "forward", "generate")
 FAMILIES = ("decoder", "encoder", "vit", "cnn", "unet")
 
 
@@ -136,11 +136,7 @@ def job_for(scn, spec):
     """A zero-argument builder of the Job for Scenario `scn` and its ModelSpec `spec` (family,
     config; `spec.arch` for transformers). Called inside the fake mode."""
     task = scn.task
-    if task == "qlora":
-        raise ScenarioError("task", "trace cannot run qlora (4-bit NF4 kernels need bitsandbytes "
-                                    "on a GPU); trace 'lora' at bf16 for the adapter part")
-    if task not in TASKS:
-        raise ScenarioError("task", f"trace runs tasks {', '.join(TASKS)}; not '{task}'")
+    check_task(scn)
     make = BUILDERS.get(spec.family)
     if make is None:
         raise ScenarioError("model", f"trace cannot build family '{spec.family}'; it builds "

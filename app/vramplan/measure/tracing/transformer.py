@@ -26,7 +26,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...catalog.transformer_arch import TransformerArch
-from ...errors import ScenarioError
 from .recompute import checkpoint
 
 GPT2_STYLE = ("gpt2", "gpt_bigcode")
@@ -34,13 +33,10 @@ GPT2_STYLE = ("gpt2", "gpt_bigcode")
 
 
 def check_buildable(a: TransformerArch) -> None:
-    """What these modules cannot build: refused with a message naming the model."""
-    if a.mla:
-        raise ScenarioError("model", "trace cannot build multi-head latent attention (MLA)")
-    if a.is_moe:
-        raise ScenarioError("model", "trace cannot build mixture-of-experts decoders yet")
-    if a.kind == "encoder-decoder":
-        raise ScenarioError("model", "trace cannot build encoder-decoder models (T5) yet")
+    """What these modules cannot build: refused with a message naming the model (the rules
+    live in measure/buildable.py, which the page asks without torch)."""
+    from ..buildable import check_arch
+    check_arch(a)
 
 
 class RMSNorm(nn.Module):
