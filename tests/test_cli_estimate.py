@@ -108,3 +108,28 @@ def test_calibrate_applies_recorded_ratios(capsys, tmp_path, monkeypatch):
     used = d["per_gpu"]["device_used_bytes"]
     assert abs(used - e["per_gpu"]["device_used_bytes"] * 1.10) <= 2
     assert "calibrated" in d["calibration_summary"] and "measured" in d["calibration_summary"]
+
+
+def test_table_says_no_limit_for_a_null_max_batch_and_names_the_roof(capsys):
+    """`load` holds no batch-dependent memory: the estimate's max_batch_size is null (no search
+    cap printed) and the table says why; the time line names both floors and the bound."""
+    assert main(["estimate", "--model", "gpt2", "--task", "load", "--gpu",
+                 "nvidia-h100-sxm5-80gb", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["max_batch_size"] is None
+    assert main(["estimate", "--model", "gpt2", "--task", "load", "--gpu",
+                 "nvidia-h100-sxm5-80gb"]) == 0
+    out = capsys.readouterr().out
+    assert "max batch size: no limit (memory does not grow with the batch)" in out
+    assert "None" not in out
+    assert main(["estimate", "--model", "gpt2", "--task", "train", "--gpu",
+                 "nvidia-h100-sxm5-80gb", "--format", "json"]) == 0
+    bw = json.loads(capsys.readouterr().out)["bandwidth"]
+    assert main(["estimate", "--model", "gpt2", "--task", "train", "--gpu",
+                 "nvidia-h100-sxm5-80gb"]) == 0
+    out = capsys.readouterr().out
+    floor = max(bw["memory_floor_s"], bw["compute_floor_s"])       # the higher roof
+    assert bw["min_step_time_s"] == floor
+    assert (f"time per step >= {floor * 1e3:.1f} ms ({bw['bound']}-bound: memory "
+            f"{bw['memory_floor_s'] * 1e3:.1f} ms, compute {bw['compute_floor_s'] * 1e3:.1f} ms)"
+            in out)
+    assert "(memory-bound)" not in out or bw["bound"] == "memory"

@@ -275,3 +275,17 @@ def test_planner_notebook_is_a_thin_shell():
     assert not code[0]["outputs"]
 
 
+
+
+def test_verdict_says_no_limit_for_a_null_max_batch():
+    """The estimate's null max batch (memory does not grow with the batch) is not 'none'
+    (which means batch 1 does not fit) and never a search cap."""
+    from vramplan.estimate import estimate
+    from vramplan.ui.verdict import verdict_html
+    e = estimate({"model": "gpt2", "task": "load"}, "nvidia-h100-sxm5-80gb").to_dict()
+    assert e["max_batch_size"] is None
+    html = verdict_html(e, batched=True)
+    assert "no limit" in html and "memory does not grow with the batch" in html
+    assert "1,048,576" not in html and "batch 1 does not fit" not in html
+    zero = {**e, "max_batch_size": 0}
+    assert "batch 1 does not fit" in verdict_html(zero, batched=True)

@@ -256,10 +256,17 @@ def render_batch_table(results: list[dict]) -> str:
         rows.append([i, what, s.get("task"), e["gpu"]["id"], s.get("batch_size"),
                      f"{pg['peak_allocated_bytes'] / GiB:.2f}",
                      f"{pg['device_used_bytes'] / GiB:.2f}", "yes" if e["fits"] else "no",
-                     e["max_batch_size"]])
+                     _max_batch(e["max_batch_size"])])
     out = table(rows, ["#", "model", "task", "gpu", "batch", "allocated GiB",
                        "device used GiB", "fits", "max batch"], "rlllrrrlr")
     return "\n".join([out, *([""] + errors if errors else [])])
+
+
+def _max_batch(mb, long: bool = False):
+    """The max batch as a person reads it: null means memory does not grow with the batch."""
+    if mb is None:
+        return "no limit (memory does not grow with the batch)" if long else "no limit"
+    return mb
 
 
 def render_table(e: dict) -> str:
@@ -275,17 +282,25 @@ def render_table(e: dict) -> str:
               f"  {'peak reserved':24} {pg['peak_reserved_bytes'] / GiB:9.2f} GiB",
               f"  {'device used':24} {pg['device_used_bytes'] / GiB:9.2f} GiB", "",
               f"fits: {'yes' if e['fits'] else 'no'}   headroom: "
-              f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: {e['max_batch_size']}"]
+              f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: "
+              f"{_max_batch(e['max_batch_size'], long=True)}"]
     bw = e.get("bandwidth", {})
     if bw:
         lines.append("")
         lines.append(f"bandwidth: datasheet {bw.get('datasheet_bandwidth_gbs')} GB/s, "
                      f"achievable {bw.get('achievable_bandwidth_gbs')} GB/s")
         if "bytes_per_step" in bw:
-            lines.append(f"  bytes per step {bw['bytes_per_step'] / 1e9:.2f} GB -> "
-                         f">= {bw.get('min_step_time_s', 0) * 1e3:.1f} ms/step")
+            lines.append(f"  bytes per step {bw['bytes_per_step'] / 1e9:.2f} GB")
+        if "memory_floor_s" in bw and "compute_floor_s" in bw:
+            lines.append(f"  time per step >= {bw['min_step_time_s'] * 1e3:.1f} ms "
+                         f"({bw.get('bound', '?')}-bound: memory {bw['memory_floor_s'] * 1e3:.1f} "
+                         f"ms, compute {bw['compute_floor_s'] * 1e3:.1f} ms)")
+        elif "min_step_time_s" in bw:
+            lines.append(f"  time per step >= {bw['min_step_time_s'] * 1e3:.1f} ms "
+                         "(memory traffic at the achievable bandwidth)")
         if "max_tokens_per_s" in bw:
-            lines.append(f"  <= {bw['max_tokens_per_s']:.0f} tokens/s (memory-bound)")
+            lines.append(f"  <= {bw['max_tokens_per_s']:.0f} tokens/s "
+                         f"({bw.get('bound', 'memory')}-bound)")
     if e.get("calibration_summary"):
         lines += ["", f"calibration: {e['calibration_summary']}"]
     if e.get("recommendations"):
