@@ -46,6 +46,18 @@ def dropout_flags(arch, training: bool) -> tuple[bool, bool]:
     return hid > 0, att > 0
 
 
+# activations whose backward reads their output, not their input (PyTorch
+# tools/autograd/derivatives.yaml: relu -> threshold_backward(grad, result, 0); gelu, silu and
+# gelu_new/tanh forms read `self`): a non-gated MLP then saves one f-wide tensor, not two
+_OUTPUT_SAVING = {"relu"}
+
+
+def saves_output(arch) -> bool:
+    """Whether the MLP activation's backward reads its output (shared with the next linear's
+    saved input), so fc1's output is not kept as well."""
+    return getattr(arch, "activation", "") in _OUTPUT_SAVING
+
+
 def _widths(arch) -> tuple[float, float, float]:
     """(q width, k/v width, active MLP width) relative to hidden."""
     h = arch.hidden
@@ -129,6 +141,9 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
         c += p * f * (3 if k.compile else 4)   # gate, act(gate), up, product (act recomputed
         if not keep["down"]:                   # when compiled); down input = product
             c -= p * f
+    elif saves_output(arch):
+        c += p * f                             # ReLU saves its output, which is fc2's input:
+        # one tensor (derivatives.yaml: relu -> threshold_backward(grad, result))
     else:
         c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
         if not keep["down"] and not k.compile:

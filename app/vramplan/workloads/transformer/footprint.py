@@ -119,9 +119,9 @@ class _Ctx(Training):
 
     def kernels(self, training: bool) -> Kernels:
         att = self.sc.attention or "sdpa"
-        hid, _ = dropout_flags(self.arch.model_type, training)
+        hid, attn = dropout_flags(self.arch, training)   # the config's probabilities
         return Kernels(p=self.p, mixed=self.mixed and not self.fsdp_mp, attention=att,
-                       dropout=hid, compile="compile" in self.opts,
+                       dropout=hid or attn, compile="compile" in self.opts,
                        float8="float8-linears" in self.opts)
 
     @property

@@ -6,11 +6,12 @@ from __future__ import annotations
 from ... import optimizers as opt_mod
 from ... import parallel as par
 from ... import precision as prec_mod
+from ...catalog import hf_config
 from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype
 from ..base import Footprint
 from . import sharding, traffic
-from .activations import layer_coeffs, selective_coeff
+from .activations import layer_coeffs, saves_output, selective_coeff
 from .lora import lora_modules
 
 
@@ -100,6 +101,7 @@ class Training:
 
         # activations -------------------------------------------------------------------------
         k = self.kernels(True)
+        self._kernel_notes(k)
         T = self.tokens()
         sbh = T * a.hidden
         c, sc_coef = layer_coeffs(a, k, keep)
@@ -124,6 +126,8 @@ class Training:
         # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
         acts += ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
         acts += (self.p * sbh if self.last else 0)
+        if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
+            acts += sbh / seq_div
         if a.kind == "encoder-decoder":
             self.notes.append("encoder-decoder: decoder blocks counted like encoder blocks at "
                               "seq_len (cross-attention approximated)")
@@ -208,6 +212,24 @@ class Training:
             fp.bandwidth["host_link_bytes_per_step"] = int(
                 2 * self.params_g * pb / max(1, group))   # each shard in, forward and backward
         return fp
+
+    def _kernel_notes(self, k) -> None:
+        """Say which of the config's kernel facts changed the saved activations."""
+        a = self.arch
+        hid, att = a.dropout(True)
+        if k.dropout:
+            self.notes.append(
+                f"train-mode dropout from the config (hidden {hid:g}, attention {att:g}): a "
+                "1-byte mask per element of every dropped tensor (two hidden masks per block"
+                + (", one per attention probability under eager attention" if att > 0 else "")
+                + "); a probability of 0 keeps no mask (torch returns the input)")
+        elif any(hf_config.default_dropout(a.model_type)):
+            self.notes.append(f"dropout 0 in this {a.model_type} config (its HF class defaults "
+                              "to dropout): no dropout masks kept")
+        if not a.gated_mlp and saves_output(a):
+            self.notes.append(f"MLP activation {a.activation}: its backward reads its output, "
+                              "which is also fc2's saved input: one f-wide tensor per block, "
+                              "not two")
 
     def _matrices(self, lora: bool):
         """(rows, cols, count) of the 2-D weights, for Adafactor's factored second moment."""

@@ -1,0 +1,69 @@
+"""Transformer activation mechanisms read from the architecture, each with a value one can check
+by hand: train-mode dropout masks from the config's probabilities (1 byte per element), and an
+MLP activation whose backward reads its output (ReLU) keeping one f-wide tensor instead of two."""
+from dataclasses import replace
+
+from vramplan.catalog import get_model
+from vramplan.estimate import estimate
+from vramplan.workloads.transformer.activations import Kernels, layer_coeffs
+
+# a small GPT-2-class config (HF GPT2Config keys): 4 layers, hidden 256, 4 heads, FFN 1024
+GPT2 = {"model_type": "gpt2", "n_layer": 4, "n_embd": 256, "n_head": 4, "vocab_size": 1000,
+        "n_positions": 512}
+
+
+def _train(arch: dict, attention="sdpa") -> dict:
+    return {"architecture": arch, "task": "train", "batch_size": 2, "seq_len": 128,
+            "precision": "bf16", "optimizer": "sgd", "attention": attention,
+            "checkpointing": "none", "gpu": "nvidia-a100-sxm4-80gb"}
+
+
+def test_hidden_dropout_masks_are_one_byte_per_element():
+    on = estimate(_train(dict(GPT2, resid_pdrop=0.1, embd_pdrop=0.1, attn_pdrop=0.1)),
+                  with_max_batch=False)
+    off = estimate(_train(dict(GPT2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)),
+                   with_max_batch=False)
+    # two hidden masks per block (after attention, after the MLP) and one on the embedding
+    # output, 1 B x b x s x h each; under sdpa the attention-probability dropout keeps no mask
+    # (the fused kernel keeps its RNG state only)
+    masks = (2 * 4 + 1) * 1 * 2 * 128 * 256
+    assert on.components["activations"] - off.components["activations"] == masks == 589824
+    assert any("train-mode dropout from the config" in n for n in on.notes)
+    assert any("no dropout masks kept" in n for n in off.notes)
+
+
+def test_attention_dropout_alone_keeps_score_masks_under_eager():
+    """A config with only attention dropout (hidden 0) still keeps the eager score masks:
+    1 B per score element b x heads x s x s, plus the dropped probabilities (2 B) PV saves."""
+    att = estimate(_train(dict(GPT2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.1), "eager"),
+                   with_max_batch=False)
+    none = estimate(_train(dict(GPT2, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0), "eager"),
+                    with_max_batch=False)
+    scores = 2 * 4 * 128 * 128        # b x heads x s x s per layer
+    # GPT-2 keeps bf16 softmax (no upcast): mask 1 B + dropped probabilities 2 B per element,
+    # in all 4 layers; the backward temporaries do not depend on dropout
+    assert att.components["activations"] - none.components["activations"] == \
+        4 * scores * (1 + 2) == 1572864
+
+
+def test_relu_mlp_saves_one_ffn_wide_tensor():
+    """OPT's ReLU: threshold_backward reads the output, which fc2 saves anyway, so the block
+    keeps p x f bytes per token-hidden unit for the MLP interior instead of 2 p x f (GELU)."""
+    arch = get_model("facebook/opt-350m").arch
+    k = Kernels(p=2, mixed=False, attention="sdpa", dropout=True, compile=False)
+    relu, _ = layer_coeffs(arch, k)
+    gelu, _ = layer_coeffs(replace(arch, activation="gelu"), k)
+    assert arch.ffn / arch.hidden == 4
+    assert gelu - relu == 2 * 4 == 8
+    # the whole OPT-350m block: norms 2+2, q/k/v input 2, q/k/v 6, sdpa out 2, o input 2,
+    # lse 4 x 16 / 1024, two masks 1+1, fc1 input 2, relu out 8 -> 28 + 1/16
+    assert relu == 28 + 4 * 16 / 1024
+
+
+def test_config_dropout_decides_not_the_model_type():
+    """OPT with dropout 0 in its config (HF OPTConfig defaults to 0.1) keeps no masks."""
+    arch = get_model("facebook/opt-350m").arch
+    k = Kernels(p=2, mixed=False, attention="sdpa", dropout=True, compile=False)
+    with_drop, _ = layer_coeffs(arch, k)
+    no_drop, _ = layer_coeffs(replace(arch, hidden_dropout=0.0), k)
+    assert with_drop - no_drop == 2
