@@ -134,6 +134,37 @@ def test_1024_cubed_float32_volume():
     assert half.estimate.components["volumes"] == 3 * 2 * GiB     # float16: half the bytes
 
 
+def test_flux_on_12gb_cards_split_one_component_per_gpu():
+    adv = advise(FLUX_12GB, gpu_table_too=False)
+    split = next(p for p in adv.plans if p.changes[0]["id"] == "component-split")
+    # FLUX.1-dev: CLIP-L, T5-XXL, the transformer, the VAE: one per GPU
+    assert split.gpus == 4 and split.scenario.parallel.pipeline == 4
+    assert "model" in split.scenario.offload and split.estimate.fits
+    # the worst GPU holds what model offload holds at that component's phase, plus NCCL
+    alone = estimate({**FLUX_12GB, "precision": split.scenario.precision_for("default"),
+                      "offload": ["model"]})
+    assert split.estimate.device_used_bytes == alone.device_used_bytes + 512 * 2**20
+    # per image: CLIP 77 x 768 and T5 512 x 4096 embeddings, 16 x 128 x 128 latents, 2 B each
+    assert split.cost.communication_bytes_per_step == (77 * 768 + 512 * 4096 +
+                                                       16 * 128 * 128) * 2
+    assert split.cost.host_bytes_per_step == 0                # no weights over PCIe
+
+
+def test_a_1024_cubed_volume_split_in_slabs_over_gpus():
+    adv = advise(VOLUME_1024, gpu_table_too=False)
+    split = next(p for p in adv.plans if p.changes[0]["id"] == "volume-split")
+    assert split.gpus == 2
+    # 512 planes + 1 halo plane each side: 3 copies x 514 x 1024 x 1024 x 4 B per GPU
+    assert list(split.scenario.resolution) == [514, 1024, 1024]
+    assert split.estimate.components["volumes"] == 3 * 514 * 1024 * 1024 * 4
+    assert split.cost.communication_bytes_per_step == 2 * 1024 * 1024 * 4   # 2 halo planes
+    fft = advise({**VOLUME_1024, "work_buffers": {"fft": "in-place"}}, gpu_table_too=False)
+    p = next(p for p in fft.plans if p.changes[0]["id"] == "volume-split")
+    n = p.gpus                 # forward + inverse FFT: two all-to-all transposes of the slab
+    assert p.cost.communication_bytes_per_step == \
+        2 * (n - 1) * (1024 // n) * 1024 * 1024 * 4 // n
+
+
 def test_never_what_does_not_apply():
     cnn = {r.id for r in recommendations({"model": "torchvision/resnet50", "task": "train",
                                           "batch_size": 64, "gpu": "nvidia-t4"})}

@@ -20,6 +20,7 @@ from ..estimate import estimate
 from . import costs as C
 from .levers import BY_ID, Lever
 from .recommend import Recommendation, comm_bytes, how_for, one_gpu_sizes
+from .split import split_counts, splits
 
 MAX_COMBO = 4
 TOP = 12
@@ -286,8 +287,17 @@ def more_gpus(ctx, recs: list[Recommendation], limit: int, max_gpus: int = 512,
     pool = _cheap(recs)
     sizes = one_gpu_sizes(ctx)
     prev = None
-    for n in (c for c in COUNTS if ctx.sc.parallel.gpus < c <= max_gpus):
+    counts = sorted(set(COUNTS) | set(split_counts(ctx)))
+    for n in (c for c in counts if ctx.sc.parallel.gpus < c <= max_gpus):
         found, lowest = [], None
+        for rec in splits(ctx, n):        # family splits (split.py): a pipeline, a volume
+            lowest = min(lowest or rec.estimate.device_used_bytes,
+                         rec.estimate.device_used_bytes)
+            if fits_with(rec.estimate, limit):
+                found.append(_plan(ctx, [rec], rec.scenario, rec.estimate))
+            else:
+                found += search(ctx, [rec], rec.estimate, _compatible_pool(recs, rec), limit,
+                                want=1, budget=24)
         for name, lay in layouts(ctx, n):
             par = {"gpus": n, **lay}
             try:
@@ -306,10 +316,18 @@ def more_gpus(ctx, recs: list[Recommendation], limit: int, max_gpus: int = 512,
             out += sorted(found, key=Plan.key)[:1]
             if len(out) >= want:
                 break
-        if lowest is None or (prev is not None and lowest > 0.98 * prev):
+        if lowest is None:              # nothing to try at this count
+            continue
+        if prev is not None and lowest > 0.98 * prev:
             break
         prev = lowest
     return out
+
+
+def _compatible_pool(recs, split) -> list:
+    """Changes that go with a family split: any that share none of its slots, best first
+    (a split keeps the job; quantised weights may still be what makes it fit)."""
+    return [r for r in recs if not set(r.lever.slots) & set(split.lever.slots)][:TOP]
 
 
 def _layout_cost(ctx, sc2, sizes, n) -> C.Cost:
