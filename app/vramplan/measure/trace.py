@@ -210,5 +210,19 @@ def trace_module(module, example_inputs, loss_fn=None, targets=(), *, task=None,
     return _report(counted, mode, kernels)
 
 
+def trace_real(scenario, source: dict, mode: str = "fake", kernels: str = "cuda", *,
+               steps: int = 2, timeline: bool = True) -> TraceReport:
+    """Trace the implementation people run, built from its config (no weights, no network):
+    `source` is {"hf": config.json dict} (transformers, or diffusers by `_class_name`),
+    {"torchvision" | "timm": name, "kwargs": {...}} or {"diffusers": config}; the scenario
+    gives the workload (task, batch, lengths, resolution, precision). tracing/thirdparty.py."""
+    _torch()
+    scn = scenario_of(scenario)
+    from .tracing.runner import run_job
+    from .tracing.thirdparty import job_for_source
+    counted = run_job(job_for_source(source, scn), mode, kernels, steps, timeline)
+    return _report(counted, mode, kernels, scn, get_gpu(scn.gpu) if scn.gpu else None)
+
+
 def buildable_families() -> tuple[str, ...]:
     return FAMILIES

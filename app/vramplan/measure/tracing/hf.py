@@ -1,0 +1,174 @@
+"""Hugging Face `transformers` models built from a `config.json` dict, as people run them.
+
+`hf_job(config, scenario)` returns the zero-argument builder the runner calls inside the fake
+mode: `AutoConfig.for_model(model_type, **config)` then `AutoModelFor<Head>.from_config`, so
+the parameters are fake tensors and no weight is downloaded. The head follows the family the
+catalog's reader gives the config (`catalog.hf_config.arch_from_config`: the analytic estimate
+reads the same config the same way):
+
+  decoder          AutoModelForCausalLM, loss = `model(input_ids, labels=input_ids).loss`
+  encoder          AutoModelForSequenceClassification (`num_labels`, default 2): the
+                   BertForSequenceClassification head vramplan's own encoder trace builds
+  encoder-decoder  AutoModelForSeq2SeqLM, `target_len` decoder tokens as labels
+  vision configs   AutoModelForImageClassification (vit, deit, beit, swin, convnext, resnet,
+                   ...), pixel_values at the scenario's resolution
+
+Attention: scenario `eager` -> "eager"; `sdpa` and `flash` -> "sdpa" (on CUDA the SDPA call
+picks the flash kernel; the CUDA emulation keeps dropout inside the fused kernel). Full
+checkpointing is `gradient_checkpointing_enable(use_reentrant=False)`. MoE experts run with
+transformers' `grouped_mm` implementation where the model offers it: the eager expert loop
+indexes tokens by `nonzero()`, whose size depends on data a fake tensor does not have.
+
+The config is plain data (parsed by `vramplan.safejson` at the edges); remote code is never
+run (`trust_remote_code` is not passed; a `model_type` transformers does not know is refused).
+torch and transformers are imported when this module is imported: import it lazily.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...errors import ScenarioError, VramplanError
+from .jobs import Job
+from .lora import apply_lora
+from .thirdparty import ensure_torchvision, require
+
+VISION_TYPES = ("vit", "deit", "beit", "swin", "swinv2", "convnext", "convnextv2", "resnet",
+                "regnet", "efficientnet", "mobilenet_v2", "dinov2", "levit", "poolformer",
+                "vit_hybrid", "dit", "data2vec-vision")
+"""model_type values built with AutoModelForImageClassification"""
+
+
+def transformers():
+    ensure_torchvision()
+    tf = require("transformers")
+    tf.logging.set_verbosity_error()
+    return tf
+
+
+def _check(config) -> str:
+    if not isinstance(config, dict):
+        raise VramplanError(f"a Hugging Face config must be a JSON object, got "
+                            f"{type(config).__name__}")
+    mt = config.get("model_type")
+    if not isinstance(mt, str) or not mt:
+        raise VramplanError("config.json has no 'model_type' (a transformers config names its "
+                            "model type; a diffusers config its '_class_name')")
+    return mt
+
+
+def hf_config(config: dict):
+    """The transformers `PretrainedConfig` of a config.json dict (never remote code)."""
+    mt = _check(config)
+    tf = transformers()
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    if mt not in CONFIG_MAPPING:
+        raise VramplanError(f"config.json: model_type '{mt}' is not in transformers "
+                            f"{tf.__version__} (custom model code is never run: no "
+                            f"trust_remote_code)")
+    rest = {k: v for k, v in config.items()
+            if k not in ("model_type", "auto_map", "transformers_version", "architectures")}
+    try:
+        return tf.AutoConfig.for_model(mt, **rest)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise VramplanError(f"config.json: transformers refuses this {mt} config: "
+                            f"{str(exc).splitlines()[0][:200]}") from None
+
+
+def kind_of(config: dict) -> str:
+    """decoder / encoder / encoder-decoder (the catalog's reading of the config) or vision."""
+    mt = _check(config)
+    if mt in VISION_TYPES:
+        return "vision"
+    from ...catalog.hf_config import arch_from_config
+    return arch_from_config(config).kind
+
+
+def _size(scn, config) -> tuple[int, int]:
+    r = scn.resolution or config.get("image_size") or 224
+    if isinstance(r, int):
+        return r, r
+    return int(r[-2]), int(r[-1])
+
+
+def build_model(config: dict, kind: str, attention: str = "sdpa"):
+    """The transformers module for `config` with its task head (inside a fake mode: fake)."""
+    tf = transformers()
+    c = hf_config(config)
+    c._attn_implementation = "eager" if attention == "eager" else "sdpa"
+    if getattr(c, "use_cache", None) is not None:
+        c.use_cache = False
+    if kind == "encoder-decoder" and getattr(c, "decoder_start_token_id", None) is None:
+        c.decoder_start_token_id = getattr(c, "pad_token_id", None) or 0   # T5: pad (0)
+    if kind == "encoder-decoder" and getattr(c, "pad_token_id", None) is None:
+        c.pad_token_id = 0
+    if getattr(c, "num_local_experts", None) or getattr(c, "num_experts", None) or \
+            getattr(c, "n_routed_experts", None):
+        c._experts_implementation = "grouped_mm"
+    auto = {"decoder": tf.AutoModelForCausalLM, "encoder": tf.AutoModelForSequenceClassification,
+            "encoder-decoder": tf.AutoModelForSeq2SeqLM,
+            "vision": tf.AutoModelForImageClassification}[kind]
+    try:
+        return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
+    except ValueError as exc:
+        raise VramplanError(f"config.json: transformers has no {auto.__name__[12:]} for "
+                            f"model_type '{c.model_type}': {str(exc).splitlines()[0][:160]}") \
+            from None
+
+
+def hf_job(config: dict, scn):
+    """The builder of one traced run of `config` under scenario `scn` (its task, batch,
+    seq_len / target_len / resolution, precision, optimizer, attention, checkpointing, LoRA)."""
+    kind = kind_of(config)
+    task = scn.task
+    if task not in ("train", "lora", "forward"):
+        raise ScenarioError("task", f"a Hugging Face model is traced for train, lora or "
+                                    f"forward; not '{task}'")
+    if scn.checkpointing == "selective":
+        raise ScenarioError("checkpointing", "transformers models offer none or full "
+                                             "(gradient_checkpointing_enable); not selective")
+    train = task in ("train", "lora")
+    prec = scn.precision_for("default")
+    b = int(scn.batch_size)
+    vocab = int(config.get("vocab_size") or 1000)
+    labels = int(config.get("num_labels") or 2)
+
+    def build() -> Job:
+        model = build_model(config, kind, scn.attention or "sdpa")
+        if train and scn.checkpointing == "full":
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if task == "lora":
+            lora = scn.lora
+            for p in model.parameters():
+                p.requires_grad_(False)
+            if apply_lora(model, lora.rank, lora.alpha, lora.targets) == 0:
+                raise ScenarioError("lora", f"no Linear named {', '.join(lora.targets)} in the "
+                                            "traced model")
+        if kind == "vision":
+            h, w = _size(scn, config)
+            classes = int(getattr(model.config, "num_labels", 2))
+            inputs = (torch.randn(b, int(config.get("num_channels", 3)), h, w),
+                      torch.randint(0, classes, (b,)))
+            loss = lambda net, x, y: net(pixel_values=x, labels=y).loss  # noqa: E731
+            fwd = lambda net, x, y: net(pixel_values=x).logits  # noqa: E731
+        elif kind == "encoder-decoder":
+            t = int(scn.target_len or scn.seq_len)
+            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
+                      torch.randint(0, vocab, (b, t)))
+            loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
+            fwd = lambda net, x, y: net(input_ids=x, decoder_input_ids=y).logits  # noqa: E731
+        elif kind == "encoder":
+            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
+                      torch.randint(0, labels, (b,)))
+            loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
+            fwd = lambda net, x, y: net(input_ids=x).logits  # noqa: E731
+        else:
+            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),)
+            loss = lambda net, x: net(input_ids=x, labels=x).loss  # noqa: E731
+            fwd = lambda net, x: net(input_ids=x).logits  # noqa: E731
+        return Job(model, inputs, loss if train else fwd, task, prec,
+                   scn.optimizer if train else "none", notes=[
+                       f"transformers {transformers().__version__} "
+                       f"{type(model).__name__} built from its config (no weights)"])
+    build.precision = prec
+    return build
+

@@ -1,0 +1,282 @@
+"""Third-party modules traced as people run them: torchvision, timm, diffusers, a user factory.
+
+`job_for_source(source, scenario)` returns the zero-argument builder the runner calls inside
+the fake mode (so parameters are fake tensors; nothing is downloaded). `source` is a dict:
+
+  {"hf": {config.json}}                  transformers (hf.py) or, with `_class_name`, diffusers
+  {"torchvision": "resnet50", "kwargs": {...}}   torchvision.models.get_model(weights=None)
+  {"timm": "convnext_tiny", "kwargs": {...}}     timm.create_model(pretrained=False)
+  {"diffusers": {config with _class_name}}       UNet2DConditionModel, DiT / PixArt / SD3 / Flux
+                                                 transformers, AutoencoderKL (decode), and the
+                                                 CLIP text encoder (transformers CLIPTextModel)
+  {"module": "package.module:factory"}           factory() -> (module, inputs[, loss_fn])
+
+Vision classifiers train with cross-entropy on `num_classes` labels; segmentation nets
+(torchvision `fcn_*`, `deeplabv3_*`, `lraspp_*`) with per-pixel cross-entropy on `out`.
+Diffusion modules run `forward` (one inference call, as a pipeline step does); `train` runs
+the denoiser with an MSE loss on its output.
+
+torchvision's PyPI wheels are built against CUDA torch: with the CPU torch pinned here their
+C++ ops (`torchvision::nms`, `roi_align`, ...) do not load, and torchvision 0.28's import then
+fails at its unguarded `register_fake("torchvision::nms")`. `ensure_torchvision` declares the
+two op schemas that registration needs (no kernel), so that the pure-Python parts (models,
+transforms) import; transformers, timm and diffusers import torchvision when it is installed,
+so they need this too. Models that call the C++ ops (detection: nms, roi_align) fail loudly.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import torch
+import torch.nn.functional as F
+
+from ...errors import ScenarioError, UnavailableError, VramplanError
+from .jobs import Job
+
+_TV_LIB = None
+PIP = {"transformers": "transformers", "timm": "timm", "torchvision": "torchvision",
+       "diffusers": "diffusers"}
+
+
+def ensure_torchvision() -> bool:
+    """Import torchvision (True), declaring its C++ op schemas if the compiled ops did not
+    load (see the module docstring); False when torchvision is not installed."""
+    global _TV_LIB
+    try:
+        import torchvision  # noqa: F401
+        return True
+    except ImportError:
+        return False
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc):
+            raise
+    for k in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
+        del sys.modules[k]
+    _TV_LIB = torch.library.Library("torchvision", "FRAGMENT")
+    for op in ("nms", "qnms"):
+        _TV_LIB.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    import torchvision  # noqa: F401,F811
+    return True
+
+
+def require(name: str):
+    """Import a tracing library or raise UnavailableError naming the extra to install."""
+    ensure_torchvision()
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise UnavailableError(f"tracing this model needs {PIP.get(name, name)} "
+                               f"(pip install 'vramplan[tracing]')") from None
+
+
+def _size(scn, default=224) -> tuple[int, int]:
+    r = scn.resolution or default
+    if isinstance(r, int):
+        return r, r
+    return int(r[-2]), int(r[-1])
+
+
+def _train(scn) -> bool:
+    if scn.task not in ("train", "forward"):
+        raise ScenarioError("task", f"a third-party module is traced for train or forward; "
+                                    f"not '{scn.task}'")
+    return scn.task == "train"
+
+
+def _job(model, inputs, loss, fwd, scn, note):
+    train = _train(scn)
+    prec = scn.precision_for("default")
+    return Job(model, inputs, loss if train else fwd, scn.task, prec,
+               scn.optimizer if train else "none", notes=[note])
+
+
+def _vision_job(make, name, kwargs, scn, lib):
+    train = _train(scn)
+    classes = int(kwargs.get("num_classes", 1000))
+    seg = any(name.startswith(p) for p in ("fcn_", "deeplabv3_", "lraspp_"))
+
+    def build():
+        model = make()
+        if train and scn.checkpointing != "none":
+            if not hasattr(model, "set_grad_checkpointing"):
+                raise ScenarioError("checkpointing", f"{lib} {name} offers no checkpointing")
+            model.set_grad_checkpointing(True)
+        b, (h, w) = int(scn.batch_size), _size(scn)
+        x = torch.randn(b, 3, h, w)
+        if seg:
+            y = torch.randint(0, classes, (b, h, w))
+            loss = lambda net, x, y: F.cross_entropy(net(x)["out"], y)  # noqa: E731
+            fwd = lambda net, x, y: net(x)["out"]  # noqa: E731
+        else:
+            y = torch.randint(0, classes, (b,))
+            loss = lambda net, x, y: F.cross_entropy(net(x), y)  # noqa: E731
+            fwd = lambda net, x, y: net(x)  # noqa: E731
+        return _job(model, (x, y), loss, fwd, scn, f"{lib} {name} built with random weights")
+    return build
+
+
+def torchvision_job(name: str, kwargs: dict, scn):
+    tv = require("torchvision")
+    kw = {k: v for k, v in kwargs.items() if k not in ("weights", "weights_backbone")}
+    if name not in tv.models.list_models():
+        raise VramplanError(f"torchvision {tv.__version__} has no model '{name}'")
+    if name.startswith(("fcn_", "deeplabv3_", "lraspp_")):
+        kw.setdefault("weights_backbone", None)
+        kw.setdefault("aux_loss", False)
+    return _vision_job(lambda: tv.models.get_model(name, weights=None, **kw), name, kw, scn,
+                       "torchvision")
+
+
+def timm_job(name: str, kwargs: dict, scn):
+    timm = require("timm")
+    if not timm.list_models(name):
+        raise VramplanError(f"timm {timm.__version__} has no model '{name}'")
+    return _vision_job(lambda: timm.create_model(name, pretrained=False, **kwargs), name,
+                       kwargs, scn, "timm")
+
+
+# -- diffusers ---------------------------------------------------------------------------
+
+DIFFUSERS_CLASSES = ("UNet2DConditionModel", "DiTTransformer2DModel", "Transformer2DModel",
+                     "PixArtTransformer2DModel", "SD3Transformer2DModel",
+                     "FluxTransformer2DModel", "AutoencoderKL", "CLIPTextModel")
+
+
+def _diffusers_inputs(cls: str, c: dict, b: int, h: int, w: int, text_len: int):
+    """The call a pipeline makes to one module: (kwargs for forward, output getter)."""
+    lat = (h // 8, w // 8)
+    t = torch.full((b,), 500.0)
+    if cls == "UNet2DConditionModel":
+        kw = {"sample": torch.randn(b, c.get("in_channels", 4), *lat), "timestep": t,
+              "encoder_hidden_states": torch.randn(b, text_len, c.get("cross_attention_dim", 768))}
+        if c.get("addition_embed_type") == "text_time":
+            kw["added_cond_kwargs"] = {
+                "text_embeds": torch.randn(b, c["projection_class_embeddings_input_dim"]
+                                           - 6 * c.get("addition_time_embed_dim", 256)),
+                "time_ids": torch.randn(b, 6)}
+        return kw
+    if cls in ("DiTTransformer2DModel", "Transformer2DModel"):
+        return {"hidden_states": torch.randn(b, c.get("in_channels", 4), *lat), "timestep": t,
+                "class_labels": torch.randint(0, c.get("num_embeds_ada_norm", 1000), (b,))}
+    if cls == "PixArtTransformer2DModel":
+        return {"hidden_states": torch.randn(b, c.get("in_channels", 4), *lat), "timestep": t,
+                "encoder_hidden_states": torch.randn(b, text_len, c.get("caption_channels", 4096)),
+                "added_cond_kwargs": {"resolution": None, "aspect_ratio": None}}
+    if cls == "SD3Transformer2DModel":
+        return {"hidden_states": torch.randn(b, c.get("in_channels", 16), *lat), "timestep": t,
+                "encoder_hidden_states": torch.randn(b, text_len, c.get("joint_attention_dim", 4096)),
+                "pooled_projections": torch.randn(b, c.get("pooled_projection_dim", 2048))}
+    if cls == "FluxTransformer2DModel":
+        n = (h // 16) * (w // 16)
+        kw = {"hidden_states": torch.randn(b, n, c.get("in_channels", 64)),
+              "encoder_hidden_states": torch.randn(b, text_len, c.get("joint_attention_dim", 4096)),
+              "pooled_projections": torch.randn(b, c.get("pooled_projection_dim", 768)),
+              "timestep": t / 1000, "img_ids": torch.zeros(n, 3), "txt_ids": torch.zeros(text_len, 3)}
+        if c.get("guidance_embeds"):
+            kw["guidance"] = torch.full((b,), 3.5)
+        return kw
+    if cls == "AutoencoderKL":
+        return {"z": torch.randn(b, c.get("latent_channels", 4), *lat)}
+    return {"input_ids": torch.randint(0, c.get("vocab_size", 49408), (b, text_len))}
+
+
+def diffusers_job(config: dict, scn):
+    """A diffusers module (or the CLIP text encoder) from its config dict, one pipeline call."""
+    cls = config.get("_class_name") if isinstance(config, dict) else None
+    if cls not in DIFFUSERS_CLASSES:
+        raise VramplanError(f"diffusers config: '_class_name' must be one of "
+                            f"{', '.join(DIFFUSERS_CLASSES)}; got {str(cls)[:60]!r}")
+    train = _train(scn)
+    if cls == "CLIPTextModel":
+        require("transformers")
+    else:
+        require("diffusers")
+    cfg = {k: v for k, v in config.items() if not k.startswith("_")}
+    b, (h, w) = int(scn.batch_size), _size(scn, 512)
+    text_len = int(scn.text_len or 77)
+    if train and cls in ("AutoencoderKL", "CLIPTextModel"):
+        raise ScenarioError("task", f"{cls} is traced for forward (pipelines train the denoiser)")
+
+    def build():
+        if cls == "CLIPTextModel":
+            from .hf import transformers
+            tf = transformers()
+            c = tf.CLIPTextConfig(**cfg)
+            c._attn_implementation = "eager" if scn.attention == "eager" else "sdpa"
+            model = tf.CLIPTextModel(c)
+        else:
+            import diffusers
+            model = getattr(diffusers, cls).from_config(cfg)
+            if scn.attention != "eager" and hasattr(model, "set_default_attn_processor"):
+                pass   # diffusers 0.3x defaults to AttnProcessor2_0 (SDPA) on torch 2
+        if train and scn.checkpointing == "full":
+            model.enable_gradient_checkpointing()
+        kw = _diffusers_inputs(cls, cfg, b, h, w, text_len)
+        names = list(kw)
+        vals = tuple(kw[k] for k in names if isinstance(kw[k], torch.Tensor))
+        extra = {k: v for k, v in kw.items() if not isinstance(v, torch.Tensor)}
+        tnames = [k for k in names if isinstance(kw[k], torch.Tensor)]
+
+        def call(net, *xs):
+            a = dict(zip(tnames, xs), **extra)
+            if cls == "AutoencoderKL":
+                return net.decode(a["z"]).sample
+            out = net(**a, return_dict=False) if cls != "CLIPTextModel" else net(**a)
+            return out[0] if isinstance(out, tuple) else out.last_hidden_state
+
+        def loss(net, *xs):
+            out = call(net, *xs)
+            return F.mse_loss(out.float(), torch.zeros_like(out, dtype=torch.float32))
+        return _job(model, vals, loss, call, scn, f"diffusers {cls} built from its config "
+                                                  "(no weights)")
+    build.precision = scn.precision_for("default")
+    return build
+
+
+# -- a user module -----------------------------------------------------------------------
+
+def load_factory(spec: str):
+    """`package.module:factory` -> the factory (imports the user's module: CLI only)."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        raise VramplanError(f"--module takes 'package.module:factory', got '{str(spec)[:80]}'")
+    mod, name = spec.split(":")
+    try:
+        m = importlib.import_module(mod)
+    except ImportError as exc:
+        raise VramplanError(f"--module: cannot import '{mod[:80]}': {exc}") from None
+    f = getattr(m, name, None)
+    if not callable(f):
+        raise VramplanError(f"--module: '{mod}' has no callable '{name[:80]}'")
+    return f
+
+
+def module_parts(spec: str):
+    """Call the factory of `spec`: (module, inputs tuple, loss_fn or None)."""
+    out = load_factory(spec)()
+    if isinstance(out, torch.nn.Module) or not isinstance(out, (tuple, list)) \
+            or len(out) not in (2, 3) or not isinstance(out[0], torch.nn.Module):
+        raise VramplanError(f"--module: {spec} must return (module, example_inputs) or "
+                            "(module, example_inputs, loss_fn)")
+    inputs = tuple(out[1]) if isinstance(out[1], (tuple, list)) else (out[1],)
+    return out[0], inputs, out[2] if len(out) == 3 else None
+
+
+def job_for_source(source: dict, scn):
+    """The builder for one traced run of `source` (see the module docstring) under `scn`."""
+    if not isinstance(source, dict) or len(source.keys() - {"kwargs"}) != 1:
+        raise VramplanError("trace source: one of 'hf', 'torchvision', 'timm', 'diffusers'")
+    if "hf" in source:
+        cfg = source["hf"]
+        if isinstance(cfg, dict) and "_class_name" in cfg and "model_type" not in cfg:
+            return diffusers_job(cfg, scn)
+        from .hf import hf_job
+        return hf_job(cfg, scn)
+    if "diffusers" in source:
+        return diffusers_job(source["diffusers"], scn)
+    kw = dict(source.get("kwargs") or {})
+    if "torchvision" in source:
+        return torchvision_job(source["torchvision"], kw, scn)
+    if "timm" in source:
+        return timm_job(source["timm"], kw, scn)
+    raise VramplanError(f"trace source: unknown kind {sorted(source)}")
