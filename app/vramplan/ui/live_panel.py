@@ -14,13 +14,14 @@ import ipywidgets as W
 
 from . import measure_state as M
 from .chart import ChartPanel, prepare_altair
-from .i18n import _, msg, speaking_for
+from .i18n import N_, _, msg, speaking_for
 from .jobs import Jobs
 from .section import section
 from .text import message_html, size
 from .trace_panel import ProgressRow, comparison_html, loop_poster
 
-ACTIONS = {"measure": "Measure this plan", "max_batch": "Max batch", "monitor": "Monitor"}
+ACTIONS = {"measure": N_("Measure this plan"), "max_batch": N_("Max batch"),
+           "monitor": N_("Monitor")}
 MONITOR_INTERVAL = 1.0
 
 
@@ -121,7 +122,7 @@ class LivePanel(W.VBox):
     def _gpu_html(self, g: dict) -> str:
         dev = self.state.db.get(g["hwdb_id"]) if g.get("hwdb_id") else None
         rows = [(_("Device"), g.get("name") or "–"),
-                (_("Memory"), _("{total} total, {free} free").format(
+                (_("GPU memory"), _("{total} total, {free} free").format(
                     total=size(g.get("memory_total_bytes")), free=size(g.get("memory_free_bytes")))),
                 (_("Driver"), " · ".join(x for x in (g.get("driver_version"), (
                     "CUDA " + g["cuda_driver_version"]) if g.get("cuda_driver_version") else None)

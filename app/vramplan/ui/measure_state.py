@@ -26,13 +26,15 @@ from typing import Any, Callable
 
 from .. import safejson
 from ..errors import VramplanError
+from .i18n import N_
 
 IDLE, RUNNING, DONE, CANCELLED, ERROR = "idle", "running", "done", "cancelled", "error"
 STATES = (IDLE, RUNNING, DONE, CANCELLED, ERROR)
-PHASES = {"start": "Starting", "torch": "Starting torch", "build": "Building the module",
-          "step": "Step {k} of {n}", "finish": "Counting the allocator's segments",
-          "run": "Running the plan on the GPU", "trial": "Trying batch size {k}",
-          "sample": "Sampling the GPU's memory"}
+PHASES = {"start": N_("Starting"), "torch": N_("Starting torch"),
+          "build": N_("Building the module"), "step": N_("Step {k} of {n}"),
+          "finish": N_("Counting the allocator's segments"),
+          "run": N_("Running the plan on the GPU"), "trial": N_("Trying batch size {k}"),
+          "sample": N_("Sampling the GPU's memory")}
 
 
 class Job:
@@ -255,7 +257,7 @@ def poster(loop) -> Callable[[Callable[[], None]], None] | None:
 def trace_refusal(scenario) -> str | None:
     """Why trace cannot build this plan (the tracer's own check, no torch), or None."""
     if scenario is None:
-        return "There is no plan to trace yet."
+        return N_("There is no plan to trace yet.")
     from ..measure import buildable
     try:
         buildable.check(scenario)
@@ -268,8 +270,8 @@ def _per_gpu(d: dict) -> dict:
     return (d or {}).get("per_gpu") or {}
 
 
-FIGURES = (("peak_allocated_bytes", "Peak allocated"), ("peak_reserved_bytes", "Peak reserved"),
-           ("device_used_bytes", "Device used"))
+FIGURES = (("peak_allocated_bytes", N_("Peak allocated")),
+           ("peak_reserved_bytes", N_("Peak reserved")), ("device_used_bytes", N_("Device used")))
 
 
 def compare(estimate: dict, measured: dict) -> list[dict]:
@@ -326,7 +328,8 @@ def timeline(traced: dict) -> list:
 
 
 # ------------------------------------------------------------------ the local GPU
-NO_GPU = "No GPU to measure on here: {why}. The estimate and “Trace this plan” work without one."
+NO_GPU = N_("No GPU to measure on here: {why}. The estimate and “Trace this plan” work without "
+            "one.")
 
 
 def probe_local(db, probe=None) -> dict:

@@ -232,6 +232,19 @@ CSS = PAGE + f"""
 .vp-json {{ max-height: 260px; overflow: auto; background: #f8fafc; border: 1px solid #eef0f3;
             border-radius: 6px; padding: 8px; font-size: 11.5px; margin: 4px 0; user-select: all;
             white-space: pre-wrap; word-break: break-all; }}
+/* ---- measure from the page (trace_panel.py, live_panel.py) ---- */
+.vp-trace .widget-hbox, .vp-live .widget-hbox {{ flex-wrap: wrap; gap: 6px; align-items: center; }}
+.vp-measure-progress {{ margin: 6px 0 2px; }}
+.vp-measure-progress .widget-html-content {{ font-size: 12.5px; color: #374151; }}
+.vp-indeterminate .progress-bar {{ width: 100% !important; opacity: .45; }}
+.vp-measure-head {{ font-size: 13px; font-weight: 600; color: #111827; margin: 8px 0 4px; }}
+.vp-measure-sub {{ font-size: 11px; text-transform: uppercase; letter-spacing: .06em;
+                   color: #6b7280; margin: 10px 0 2px; font-weight: 650; }}
+.vp-measure-table th {{ font-size: 11.5px; color: #6b7280; font-weight: 600; text-align: right;
+                        padding: 2px 0 3px 10px; }}
+.vp-measure-table td.vp-num {{ padding-left: 10px; white-space: nowrap; }}
+.vp-measure-modules td:first-child {{ word-break: break-word; }}
+.vp-trace-chart, .vp-live .vp-chart-panel {{ width: 100%; }}
 @media print {{
   .vp-app {{ max-width: none; }}
   .vp-json {{ max-height: none; }}

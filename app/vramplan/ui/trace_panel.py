@@ -172,7 +172,7 @@ class TracePanel(W.VBox):
                 self.for_scenario.to_query() != self.state.scenario.to_query():
             parts.append(message_html(_("This trace is of an earlier plan: trace again to "
                                         "compare it with this one."), "warn"))
-        head = _("Traced peak {peak} in {phase} of step {step}").format(
+        head = _("Traced peak {peak}: {phase}, step {step}").format(
             peak=size(peak), phase=phase_label(t.get("peak_phase", "?")), step=t.get("peak_step", "?"))
         took = _("{ops} ops in {seconds} s").format(ops=f"{t.get('ops', 0):,}",
                                                     seconds=f"{t.get('seconds', 0):.1f}")
@@ -185,7 +185,7 @@ class TracePanel(W.VBox):
             ep = M.peak_phase(est)
             if ep:
                 parts.append("<div class='vp-hint'>" + html.escape(
-                    _("The estimate's peak is in {phase}.").format(phase=phase_label(ep))) + "</div>")
+                    _("The estimate's peak: {phase}.").format(phase=phase_label(ep))) + "</div>")
         parts.append(modules_html(M.largest_modules(r)))
         for note in t.get("notes") or []:
             parts.append(f"<div class='vp-hint'>{html.escape(msg(note))}</div>")
