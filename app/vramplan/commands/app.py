@@ -57,10 +57,12 @@ def find_notebook() -> Path:
 def voila_command(notebook: str | os.PathLike, port: int = DEFAULT_PORT, ip: str = "127.0.0.1",
                   open_browser: bool = False, extra: list[str] | None = None,
                   preheat: int = 0, cull_idle_s: int = voila_server.CULL_IDLE_S,
-                  cull_interval_s: int = voila_server.CULL_INTERVAL_S) -> list[str]:
+                  cull_interval_s: int = voila_server.CULL_INTERVAL_S,
+                  start_slots: int = voila_server.START_SLOTS) -> list[str]:
     """The command line that serves the planner: Voila through `voila_server` (Host check on
     loopback, the page's shutdown beacon honoured, idle kernels culled, timeouts for a busy
-    machine); `preheat` kernels kept started and imported ahead of visitors."""
+    machine, at most `start_slots` pages starting at once); `preheat` kernels kept started
+    and imported ahead of visitors."""
     cmd = [sys.executable, "-m", "vramplan.commands.voila_server", str(notebook),
            f"--port={port}", f"--Voila.ip={ip}", "--Voila.port_retries=0",
            f"--template={TEMPLATE}", "--theme=light",
@@ -69,6 +71,7 @@ def voila_command(notebook: str | os.PathLike, port: int = DEFAULT_PORT, ip: str
            "--VoilaConfiguration.allow_theme_override=NO",
            "--VoilaConfiguration.show_tracebacks=False"]
     cmd += voila_server.culling_args(cull_idle_s, cull_interval_s) + voila_server.timeout_args()
+    cmd.append(f"--PlannerVoila.start_slots={start_slots}")
     if preheat > 0:
         cmd += ["--VoilaConfiguration.preheat_kernel=True",
                 f"--VoilaConfiguration.default_pool_size={preheat}"]
@@ -125,12 +128,14 @@ def run(args) -> int:
         raise VramplanError(f"no such notebook: {notebook}")
     if args.preheat < 0:
         raise VramplanError(f"--preheat must be 0 or more kernels, got {args.preheat}")
+    if args.start_slots < 1:
+        raise VramplanError(f"--start-slots must be 1 or more pages, got {args.start_slots}")
     if args.cull_idle < 1 or args.cull_interval < 1:
         raise VramplanError(f"--cull-idle and --cull-interval must be >= 1 second, got "
                             f"{args.cull_idle} and {args.cull_interval}")
     cmd = voila_command(notebook, args.port, args.ip, args.open, args.voila_args,
                         preheat=args.preheat, cull_idle_s=args.cull_idle,
-                        cull_interval_s=args.cull_interval)
+                        cull_interval_s=args.cull_interval, start_slots=args.start_slots)
     env = voila_env()
     if args.print_command:
         print(f"JUPYTER_PATH={shlex.quote(env['JUPYTER_PATH'])} {shlex.join(cmd)}")
@@ -158,6 +163,10 @@ def register(subparsers) -> None:
     p.add_argument("--preheat", type=int, default=0, metavar="N",
                    help="keep N kernels started ahead of visitors (shared servers: the page "
                         "appears without waiting for a kernel to import; ~150 MiB each)")
+    p.add_argument("--start-slots", type=int, default=voila_server.START_SLOTS, metavar="N",
+                   help="pages that start their kernel at the same time; later visitors wait "
+                        "in turn, their page saying how many are ahead (default: one per CPU, "
+                        f"{voila_server.START_SLOTS} here)")
     p.add_argument("--cull-idle", type=int, default=voila_server.CULL_IDLE_S, metavar="S",
                    help="shut down a kernel no page has been connected to for S seconds "
                         f"(default: {voila_server.CULL_IDLE_S})")

@@ -18,6 +18,13 @@ builds that command line). What it changes of plain Voila, and why:
   is not mounted.
 - **Timeouts that hold under load.** nbclient waits 4 s for the kernel's first output; with
   8 kernels importing at once on two cores that fails every page. `timeout_args` gives 60 s.
+- **Pages start in turn.** 16 pages arriving together on two cores all timed out (each kernel
+  got 1/8 of a core). At most `start_slots` pages (default: one per CPU) start their kernel and
+  run the notebook at a time; the others wait in arrival order (`StartQueue`) with the page
+  already sent, its spinner saying how many visitors are ahead. A page whose notebook still
+  gives no output says so and asks for a reload (the template), never a blank page.
+- **Memory back.** After kernels shut down, the server process hands freed heap back to the
+  system (`malloc_trim`), so a burst of visitors does not leave a high-water mark.
 
 This module is also a Jupyter server extension (enabled by the installed
 etc/jupyter/jupyter_server_config.d/vramplan.json): in `jupyter server` / `jupyter lab`, Voila's
@@ -25,13 +32,19 @@ own extension pages (/voila/render/...) would load MathJax from cdnjs on every v
 """
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import ctypes.util
 import ipaddress
+import os
 import sys
+import uuid
 
 CULL_IDLE_S = 120          # a kernel with no page connected for this long is shut down
 CULL_INTERVAL_S = 30       # how often idle kernels are looked for
 IOPUB_TIMEOUT_S = 60       # the first output of a kernel that starts while others do
 STARTUP_TIMEOUT_S = 120    # kernel start under load
+START_SLOTS = max(1, os.cpu_count() or 1)   # pages starting at once (kernel import + first run)
 
 
 def is_loopback(ip: str) -> bool:
@@ -71,8 +84,163 @@ def timeout_args() -> list[str]:
             "--VoilaExecutor.timeout=600", "--VoilaExecutor.interrupt_on_timeout=True"]
 
 
+class StartQueue:
+    """Pages whose kernel starts and runs the notebook, at most `slots` at a time; the others
+    wait in arrival order. `take()` gives a ticket (a future, resolved at its turn),
+    `ahead(ticket)` how many tickets wait before it, `give_back(ticket)` ends its turn or its
+    wait. `wait_change()` returns when any position moved."""
+
+    def __init__(self, slots: int = START_SLOTS):
+        self.slots = max(1, int(slots))
+        self.running = 0
+        self.waiting: list[asyncio.Future] = []
+        self._event: asyncio.Event | None = None
+
+    def take(self) -> asyncio.Future:
+        ticket = asyncio.get_running_loop().create_future()
+        if self.running < self.slots and not self.waiting:
+            self.running += 1
+            ticket.set_result(True)
+        else:
+            self.waiting.append(ticket)
+        return ticket
+
+    def ahead(self, ticket: asyncio.Future) -> int | None:
+        """Tickets waiting before this one; None when it is not waiting."""
+        try:
+            return self.waiting.index(ticket)
+        except ValueError:
+            return None
+
+    def give_back(self, ticket: asyncio.Future) -> None:
+        if ticket in self.waiting:        # left while waiting: its kernel never starts
+            self.waiting.remove(ticket)
+            ticket.cancel()
+        elif ticket.done() and not ticket.cancelled():
+            self.running -= 1
+        while self.running < self.slots and self.waiting:
+            nxt = self.waiting.pop(0)
+            if not nxt.done():
+                self.running += 1
+                nxt.set_result(True)
+        self._notify()
+
+    def _notify(self) -> None:
+        if self._event is not None:
+            self._event.set()
+            self._event = None
+
+    async def wait_change(self, timeout: float = 5.0) -> None:
+        if self._event is None:
+            self._event = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+
+class QueuedKernels:
+    """The kernel manager as one page's handler sees it: `start_kernel` answers at once with
+    the id the kernel will have (so Voila sends the page, spinner first) and the kernel starts
+    when the page's turn in the `StartQueue` comes; `get_kernel` of that id is the awaitable
+    Voila's template waits on. Everything else is the server's kernel manager."""
+
+    def __init__(self, km, queue: StartQueue):
+        self._km, self.queue = km, queue
+        self.ticket: asyncio.Future | None = None
+        self.task: asyncio.Future | None = None
+        self.kernel_id: str | None = None
+        self.started = False
+
+    def __getattr__(self, name):
+        return getattr(self._km, name)
+
+    def start_kernel(self, kernel_id: str | None = None, **kwargs) -> str:
+        self.kernel_id = kernel_id or str(uuid.uuid4())
+        self.ticket = self.queue.take()
+        self.task = asyncio.ensure_future(self._start(self.kernel_id, kwargs))
+        return self.kernel_id
+
+    async def _start(self, kernel_id: str, kwargs: dict):
+        await self.ticket
+        self.started = True
+        started = self._km.start_kernel(kernel_id=kernel_id, **kwargs)
+        if asyncio.iscoroutine(started) or isinstance(started, asyncio.Future):
+            started = await started
+        return self._km.get_kernel(started)
+
+    def get_kernel(self, kernel_id: str):
+        if kernel_id == self.kernel_id and self.task is not None:
+            return self.task
+        return self._km.get_kernel(kernel_id)
+
+    def ahead(self) -> int | None:
+        return None if self.ticket is None else self.queue.ahead(self.ticket)
+
+    def done(self) -> None:
+        """The page is sent (or its visitor left): the next page's turn."""
+        if self.ticket is not None:
+            ticket, self.ticket = self.ticket, None
+            self.queue.give_back(ticket)
+            if not self.started and self.task is not None:
+                self.task.cancel()
+
+
+def queue_script(ahead: int) -> str:
+    """The line a waiting page shows in its spinner (an inline script; no request)."""
+    if ahead <= 0:
+        text = "Starting the planner: you are next"
+    else:
+        text = (f"Starting the planner: {ahead} visitor{'s' if ahead != 1 else ''} "
+                "ahead of you")
+    return ('<script>(function (t) { var e = document.getElementById("loading_text");'
+            f' if (e) {{ e.textContent = t; }} }})({text!r});</script>\n')
+
+
+_TRIM = {"handle": None}
+
+
+def _libc_trim() -> None:
+    """Collect garbage and hand the C heap's free pages back to the system (glibc)."""
+    import gc
+    _TRIM["handle"] = None
+    gc.collect()
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass  # not glibc: nothing to trim
+
+
+def trim_soon(delay_s: float = 2.0) -> None:
+    """One trim shortly after a burst of kernel shutdowns."""
+    if _TRIM["handle"] is None:
+        try:
+            _TRIM["handle"] = asyncio.get_running_loop().call_later(delay_s, _libc_trim)
+        except RuntimeError:
+            _libc_trim()
+
+
+def trim_after_shutdown(km) -> None:
+    """Wrap the kernel manager's shutdown_kernel (page beacon, culler, server exit) so that
+    the server gives back what the kernel's connections and messages held."""
+    original = km.shutdown_kernel
+
+    async def shutdown_kernel(kernel_id, *args, **kwargs):
+        try:
+            result = original(kernel_id, *args, **kwargs)
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                result = await result
+            return result
+        finally:
+            trim_soon()
+
+    km.shutdown_kernel = shutdown_kernel
+
+
 def _app_class():
-    from tornado.web import HTTPError
+    from tornado.web import HTTPError, authenticated
+    from traitlets import Integer
     from voila.app import Voila
     from voila.tornado.handler import TornadoVoilaHandler
 
@@ -86,19 +254,61 @@ def _app_class():
             return super().prepare(*args, **kwargs)
 
     class PlannerHandler(TornadoVoilaHandler):
-        """The page handler: also sets the `_xsrf` cookie the page's shutdown beacon sends."""
+        """The page handler: also sets the `_xsrf` cookie the page's shutdown beacon sends, and
+        starts the page's kernel in its turn (`StartQueue`), its place shown meanwhile."""
 
+        _vp_kernels: QueuedKernels | None = None
+
+        @property
+        def kernel_manager(self):
+            return self._vp_kernels or self.settings["kernel_manager"]
+
+        @authenticated
         async def get(self, path=None):
             if path:  # Voila would redirect any other path to /voila/files/<path>
                 raise HTTPError(404)
             self.xsrf_token  # noqa: B018 (reading it sets the cookie)
-            return await super().get(path)
+            self._vp_kernels = kernels = QueuedKernels(self.settings["kernel_manager"],
+                                                       self.settings["vramplan_start_queue"])
+            announcer = None
+            try:
+                async for html in self.get_generator(path=path):
+                    self.write(html)
+                    self.flush()
+                    if announcer is None and 'id="loading_text"' in html:
+                        announcer = asyncio.ensure_future(self._announce(kernels))
+            finally:
+                if announcer is not None:
+                    announcer.cancel()
+                kernels.done()
+
+        async def _announce(self, kernels: QueuedKernels) -> None:
+            """While the page waits for its turn, keep its spinner's line up to date."""
+            shown = None
+            while not kernels.started:
+                ahead = kernels.ahead()
+                if ahead is None:
+                    return
+                if ahead != shown:
+                    self.write(queue_script(ahead))
+                    self.flush()
+                    shown = ahead
+                await kernels.queue.wait_change()
+
+        def on_connection_close(self):
+            if self._vp_kernels is not None:
+                self._vp_kernels.done()  # a visitor who left gives their place up
+            super().on_connection_close()
 
     class PlannerVoila(Voila):
         name = "vramplan-voila"
+        start_slots = Integer(START_SLOTS, config=True,
+                              help="pages that start their kernel at the same time")
 
         def init_settings(self):
             settings = super().init_settings()
+            settings["vramplan_start_queue"] = StartQueue(self.start_slots)
+            trim_after_shutdown(self.kernel_manager)
             if is_loopback(self.ip or "localhost"):
                 settings["allow_remote_access"] = False
                 settings["local_hostnames"] = ["localhost"]

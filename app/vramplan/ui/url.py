@@ -55,6 +55,8 @@ def wait_for_visitor(environ=None) -> None:
     if env.get("VOILA_PREHEAT", "False") != "False":
         from voila.utils import wait_for_request
         wait_for_request()
+        # once only: Voila sends the request to the first wait, a second one would never end
+        env["VOILA_PREHEAT"] = "False"
 
 
 def query_string(environ=None) -> str:
