@@ -16,8 +16,22 @@ def register(subparsers) -> None:
         description="Build the scenario's model as a torch module, run two steps (forward, "
                     "backward, optimizer; or inference / generate) under FakeTensorMode on "
                     "device 'cpu' and count live tensor bytes. See docs/tracing.md.")
-    p.add_argument("--scenario", metavar="FILE", required=True,
-                   help="one scenario: a JSON object (or a one-line JSON Lines file)")
+    p.add_argument("--scenario", metavar="FILE",
+                   help="one scenario: a JSON object (or a one-line JSON Lines file); with "
+                        "--hf-config or --module it gives the workload (task, batch, ...)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--hf-config", metavar="FILE",
+                     help="build the transformers model of this config.json (or the diffusers "
+                          "module its '_class_name' names) with no weights; JSON only, never code")
+    src.add_argument("--module", metavar="PKG.MOD:FACTORY",
+                     help="trace a module of yours: FACTORY() returns (module, example_inputs) "
+                          "or (module, example_inputs, loss_fn); loss_fn(output) -> loss")
+    p.add_argument("--task", choices=["train", "lora", "forward"],
+                   help="with --hf-config / --module: what to run (default train)")
+    p.add_argument("--batch-size", type=int, metavar="N", help="with --hf-config: batch")
+    p.add_argument("--seq-len", type=int, metavar="N", help="with --hf-config: tokens")
+    p.add_argument("--precision", metavar="P",
+                   help="with --hf-config / --module: fp32, bf16, fp16, bf16-mixed, ...")
     p.add_argument("--mode", choices=["fake", "cpu"], default="fake",
                    help="fake: no data (default); cpu: really execute on the CPU (small only)")
     p.add_argument("--kernels", choices=["cuda", "cpu"], default="cuda",
@@ -53,10 +67,51 @@ def _steps(text: str) -> int:
     return n
 
 
-def run(args) -> int:
+def _hf_scenario(args, config) -> dict:
+    """The workload of an --hf-config trace: the --scenario file's, else the flags' (a
+    transformer config is also the scenario's `architecture`, so the estimate reads it)."""
+    d = {}
+    if args.scenario:
+        sc = load_one(args.scenario)
+        d = {k: v for k, v in sc.to_dict().items() if v is not None}
+    flags = {"task": args.task, "batch_size": args.batch_size, "seq_len": args.seq_len,
+             "precision": args.precision}
+    d.update({k: v for k, v in flags.items() if v is not None})
+    d.setdefault("task", "train")
+    if "_class_name" in config and "model_type" not in config:
+        if "model" not in d:
+            raise VramplanError("--hf-config with a diffusers config: give --scenario with the "
+                                "pipeline's catalog model (for its resolution and text length)")
+        return d
+    d.pop("model", None)
+    d["architecture"] = config
+    return d
+
+
+def _trace(args):
     from ..measure import trace
-    r = trace.trace(load_one(args.scenario), mode=args.mode, kernels=args.kernels,
-                    steps=args.steps, timeline=args.timeline)
+    kw = dict(mode=args.mode, kernels=args.kernels, steps=args.steps, timeline=args.timeline)
+    if args.hf_config:
+        from ..safejson import loads
+        try:
+            with open(args.hf_config, "rb") as f:
+                config = loads(f.read(), args.hf_config)
+        except OSError as exc:
+            raise VramplanError(f"{args.hf_config}: cannot read: {exc.strerror}") from None
+        if not isinstance(config, dict):
+            raise VramplanError(f"{args.hf_config}: a config.json is a JSON object")
+        return trace.trace_real(_hf_scenario(args, config), {"hf": config}, **kw)
+    if args.module:
+        return trace.trace_real(None, {"module": args.module, "task": args.task,
+                                       "precision": args.precision}, **kw)
+    if not args.scenario:
+        raise VramplanError("trace needs --scenario FILE, --hf-config FILE or --module "
+                            "PKG.MOD:FACTORY")
+    return trace.trace(load_one(args.scenario), **kw)
+
+
+def run(args) -> int:
+    r = _trace(args)
     d = r.to_dict(timeline=args.timeline)
     if args.format == "json":
         emit(dump_json(d))

@@ -215,12 +215,17 @@ def trace_real(scenario, source: dict, mode: str = "fake", kernels: str = "cuda"
     """Trace the implementation people run, built from its config (no weights, no network):
     `source` is {"hf": config.json dict} (transformers, or diffusers by `_class_name`),
     {"torchvision" | "timm": name, "kwargs": {...}} or {"diffusers": config}; the scenario
-    gives the workload (task, batch, lengths, resolution, precision). tracing/thirdparty.py."""
+    gives the workload (task, batch, lengths, resolution, precision). tracing/thirdparty.py.
+    {"module": "pkg.mod:factory", "task": ..., "precision": ...} takes no scenario."""
     _torch()
-    scn = scenario_of(scenario)
+    from .tracing import thirdparty
     from .tracing.runner import run_job
-    from .tracing.thirdparty import job_for_source
-    counted = run_job(job_for_source(source, scn), mode, kernels, steps, timeline)
+    if isinstance(source, dict) and "module" in source:
+        build = thirdparty.factory_job(source["module"], source.get("task"),
+                                       source.get("precision") or "fp32")
+        return _report(run_job(build, mode, kernels, steps, timeline), mode, kernels)
+    scn = scenario_of(scenario)
+    counted = run_job(thirdparty.job_for_source(source, scn), mode, kernels, steps, timeline)
     return _report(counted, mode, kernels, scn, get_gpu(scn.gpu) if scn.gpu else None)
 
 

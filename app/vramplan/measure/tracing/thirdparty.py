@@ -251,15 +251,39 @@ def load_factory(spec: str):
     return f
 
 
-def module_parts(spec: str):
+def module_parts(spec: str, factory=None):
     """Call the factory of `spec`: (module, inputs tuple, loss_fn or None)."""
-    out = load_factory(spec)()
+    out = (factory or load_factory(spec))()
     if isinstance(out, torch.nn.Module) or not isinstance(out, (tuple, list)) \
             or len(out) not in (2, 3) or not isinstance(out[0], torch.nn.Module):
         raise VramplanError(f"--module: {spec} must return (module, example_inputs) or "
                             "(module, example_inputs, loss_fn)")
     inputs = tuple(out[1]) if isinstance(out[1], (tuple, list)) else (out[1],)
     return out[0], inputs, out[2] if len(out) == 3 else None
+
+
+def factory_job(spec: str, task: str | None = None, precision: str = "fp32",
+                optimizer: str = "adamw"):
+    """The builder for a user factory: called inside the fake mode, so its module and inputs
+    are fake (nothing is allocated); train runs `loss_fn(module(*inputs))`."""
+    factory = load_factory(spec)
+
+    def build():
+        model, inputs, loss_fn = module_parts(spec, factory)
+        t = task or ("train" if loss_fn is not None else "forward")
+        if t == "train" and loss_fn is None:
+            raise VramplanError(f"--module {spec}: train needs a loss_fn (the factory's third "
+                                "value); or --task forward")
+        if t not in ("train", "forward"):
+            raise VramplanError(f"--module: task train or forward, not '{t}'")
+        if t == "train":
+            lf = lambda net, *xs: loss_fn(net(*xs))  # noqa: E731
+        else:
+            lf = lambda net, *xs: net(*xs)  # noqa: E731
+        return Job(model, inputs, lf, t, precision, optimizer if t == "train" else "none",
+                   notes=[f"user module {spec}"])
+    build.precision = precision
+    return build
 
 
 def job_for_source(source: dict, scn):
