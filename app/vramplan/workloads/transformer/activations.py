@@ -25,6 +25,7 @@ class Kernels:
     dropout: bool     # training with the model's dropout active
     compile: bool
     float8: bool = False
+    legacy: bool = False   # torch < 1.11: (log_)softmax keeps its input too (pytorch#64000)
 
 
 def upcasts_softmax(arch) -> bool:
@@ -87,6 +88,8 @@ def score_bytes_saved(arch, k: Kernels) -> float:
         b += k.p
     if arch.model_type in _SCORE_CLAMP:
         b += k.p
+    if k.legacy:   # the softmax input: autocast's fp32 copy, else the scores' own dtype
+        b += 4 if (k.mixed or k.p == 4) else k.p
     return b
 
 

@@ -122,7 +122,7 @@ class _Ctx(Training):
         hid, attn = dropout_flags(self.arch, training)   # the config's probabilities
         return Kernels(p=self.p, mixed=self.mixed and not self.fsdp_mp, attention=att,
                        dropout=hid or attn, compile="compile" in self.opts,
-                       float8="float8-linears" in self.opts)
+                       float8="float8-linears" in self.opts, legacy=self.legacy)
 
     @property
     def fsdp_mp(self) -> bool:
@@ -153,6 +153,8 @@ class _Ctx(Training):
         # standard CE at the start of backward: log_softmax output, its gradient and the input
         # gradient (three lt-byte buffers); HF models without upcast also return the logits
         held = 0 if upcast else self.p * TV
+        if upcast and self.legacy:   # torch < 1.11: log_softmax keeps its fp32 input too
+            held = 4 * TV
         return 3 * lt * TV + held
 
     # ---- tasks ---------------------------------------------------------------------------

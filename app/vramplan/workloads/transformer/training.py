@@ -226,6 +226,10 @@ class Training:
         elif any(hf_config.default_dropout(a.model_type)):
             self.notes.append(f"dropout 0 in this {a.model_type} config (its HF class defaults "
                               "to dropout): no dropout masks kept")
+        if k.legacy and k.attention == "eager":
+            self.notes.append("torch 1.x stack (before 1.11): softmax keeps its input (the "
+                              "scores) for backward as well as its output (pytorch/pytorch"
+                              "#64000, fixed by #66018): one more score-sized tensor per layer")
         if not a.gated_mlp and saves_output(a):
             self.notes.append(f"MLP activation {a.activation}: its backward reads its output, "
                               "which is also fc2's saved input: one f-wide tensor per block, "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 
+from ... import runtime
 from ...errors import ScenarioError
 from ..base import Footprint
 from ...hardware.capabilities import plan_warnings
@@ -72,18 +73,21 @@ def _resolution(cfg: dict, res) -> tuple:
 
 
 def build(cfg: dict, res: tuple, dt: str, amp, training: bool, mode: str, loss_fp32: bool,
-          batch1: bool = False):
-    """Walk the network of `cfg` at `res`; returns (graph, tensors kept to the end)."""
+          batch1: bool = False, legacy: bool = False):
+    """Walk the network of `cfg` at `res`; returns (graph, tensors kept to the end).
+    `legacy`: the torch 1.x stack (runtime.legacy_stack), whose softmax / log_softmax keep
+    their input for backward as well as their output (pytorch/pytorch#64000, until 1.11)."""
     return _build(json.dumps(cfg, sort_keys=True), res, dt, amp, training, mode, loss_fp32,
-                  batch1)
+                  batch1, legacy)
 
 
 @functools.lru_cache(maxsize=64)
-def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1):
+def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=False):
     cfg = json.loads(cfg_json)
     g = Graph(dt=dt, amp=amp, training=training)
     g.batch1 = batch1
     g.loss_fp32 = loss_fp32
+    g.softmax_saves_input = legacy
     x0 = g.input((cfg.get("in_channels", 3),) + res, "f32" if (amp or dt == "f32") else dt)
     keep = [x0]
     if x0.dtype != dt and not amp:
@@ -178,11 +182,17 @@ def footprint(scenario, spec, device) -> Footprint:
     res = _resolution(cfg, scenario.resolution)
     mode = _attention_mode(scenario, cfg)
     batch = int(scenario.batch_size)
-    g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"], batch == 1)
+    legacy = training and runtime.legacy_stack(scenario, device)
+    g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"], batch == 1,
+                    legacy)
     P, tr = g.params, (g.params - g.frozen_params if training else 0)
     notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
              f"graph at {'x'.join(map(str, res))}, batch {batch}",
              f"framework convention '{fw}' (see docs/vision.md)"]
+    if legacy:
+        notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
+                     "for backward as well as their output (pytorch/pytorch#64000), so the "
+                     "attention scores and the loss's logits are saved twice")
     notes = plan_warnings(device, precisions=(prec,), attention=scenario.attention,
                           compute=task != "load") + notes
     wb = m["w"] if m["w"] is not None else None

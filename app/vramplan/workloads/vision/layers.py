@@ -89,6 +89,7 @@ class Graph:
         self.largest_param = 0       # elements of the biggest single parameter op
         self.transient = 0           # a one-off workspace at the loss (bytes, not per sample)
         self.loss_fp32 = False       # losses see fp32 logits (autocast, mmcv force_fp32)
+        self.softmax_saves_input = False   # torch < 1.11 (pytorch#64000, fixed by #65242)
         self._storage = 0
         self.blocks: list[tuple[int, int]] = []   # [start, end) op ranges a checkpoint can wrap
         self._bstart = 0
@@ -306,6 +307,8 @@ class Graph:
         out = self._op("softmax", [xi], x.shape, out_dtype=xi.dtype)
         if out.requires_grad:
             out.savers.append(out.producer)
+            if self.softmax_saves_input:   # the old backward formula referenced `self` too
+                xi.savers.append(out.producer)
         return out
 
     def sdpa(self, q: T, k: T, v: T, heads: int, out_shape=None) -> T:
