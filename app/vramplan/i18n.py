@@ -4,7 +4,8 @@ English text is the key: `gettext("Fits with {headroom} to spare", "zh")` return
 entry, `.format(...)` fills it; for "en", or a text the catalogue lacks, the text comes back
 unchanged. The catalogues are plain TOML tables, one file per area of the product, under
 `locale/<lang>/*.toml` (`"English text" = "中文"`); every file of a language's folder is merged
-(an entry defined twice, in two files or with two texts, is an error, so areas stay apart).
+(an English text two files translate differently is listed by `conflicts`; the first file
+by name wins, and tests keep the list empty).
 
 Numbers are formatted per locale by `format_number` (thousands separators: "1,234.5" in both
 English and Chinese, which writes Arabic numerals with the same grouping) and the unit words
@@ -13,6 +14,7 @@ go through the catalogue like any text. Stage 0 ("ground"): nothing here imports
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from pathlib import Path
 
@@ -61,9 +63,17 @@ def catalogue(lang: str) -> dict[str, str]:
     if lang not in LANGS:
         raise LanguageError(lang)
     merged: dict[str, str] = {}
-    where: dict[str, str] = {}
-    folder = LOCALE_DIR / lang
-    for path in sorted(folder.glob("*.toml")):
+    for name, table in _files(lang).items():
+        for key, text in table.items():
+            merged.setdefault(key, text)      # the first file (by name) holding a text wins
+    return merged
+
+
+@functools.cache
+def _files(lang: str) -> dict[str, dict[str, str]]:
+    """Each catalogue file of `lang` by name: {English: translation}."""
+    out = {}
+    for path in sorted((LOCALE_DIR / lang).glob("*.toml")):
         try:
             table = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
@@ -71,12 +81,20 @@ def catalogue(lang: str) -> dict[str, str]:
         for key, text in table.items():
             if not isinstance(text, str):
                 raise VramplanError(f"catalogue {path.name}: entry '{key}' is not a string")
-            if key in merged and merged[key] != text:
-                raise VramplanError(f"catalogue {path.name}: entry '{key}' is also in "
-                                    f"{where[key]} with another text")
-            merged[key] = text
-            where[key] = path.name
-    return merged
+        out[path.name] = table
+    return out
+
+
+def conflicts(lang: str) -> list[str]:
+    """English texts two files of `lang` translate differently (tests keep this empty)."""
+    seen: dict[str, tuple[str, str]] = {}
+    out = []
+    for name, table in _files(lang).items():
+        for key, text in table.items():
+            if key in seen and seen[key][1] != text:
+                out.append(f"'{key}': {seen[key][0]} and {name}")
+            seen.setdefault(key, (name, text))
+    return out
 
 
 def gettext(text: str, lang: str = DEFAULT_LANG) -> str:
@@ -84,6 +102,59 @@ def gettext(text: str, lang: str = DEFAULT_LANG) -> str:
     if lang == DEFAULT_LANG or not text:
         return text
     return catalogue(lang).get(text, text)
+
+
+@functools.cache
+def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
+    """The catalogue's entries with placeholders as patterns ('unknown {kind} {wanted}' ->
+    a regex with one group per placeholder), longest first."""
+    out = []
+    for key, text in catalogue(lang).items():
+        if "{" not in key:
+            continue
+        parts = re.split(r"\{(\w+)\}", key)
+        if len(parts) < 3:
+            continue
+        rx, seen = "", set()
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                rx += re.escape(part)
+            elif part in seen:
+                rx += f"(?P={part})"
+            else:
+                seen.add(part)
+                rx += f"(?P<{part}>.+?)"
+        out.append((re.compile(rx, re.S), text))
+    out.sort(key=lambda p: -len(p[0].pattern))
+    return out
+
+
+def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
+    """A message made elsewhere with its values filled in (an error, an estimate note), in
+    `lang`: an exact entry, else the first entry whose placeholders match it (the values kept
+    as they are), else the text unchanged."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    exact = catalogue(lang).get(text)
+    if exact is not None:
+        return exact
+    for rx, target in _patterns(lang):
+        m = rx.fullmatch(text)
+        if m:
+            try:
+                return target.format(**{k: translate_message(v, lang)
+                                        for k, v in m.groupdict().items()})
+            except (KeyError, IndexError, ValueError):
+                return text
+    key = _KEYED.fullmatch(text)          # "batch_size: must be ..." (a key, then a message)
+    if key:
+        rest = translate_message(key.group(2), lang)
+        if rest != key.group(2):
+            return f"{key.group(1)}: {rest}"
+    return text
+
+
+_KEYED = re.compile(r"((?:scenario key )?'?[\w.\[\]-]+'?): (.+)", re.S)
 
 
 def has(text: str, lang: str) -> bool:

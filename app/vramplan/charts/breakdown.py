@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..i18n import gettext
 from ..units import GiB, format_bytes
 
 # ---------------------------------------------------------------- memory at the peak
@@ -27,13 +28,15 @@ COMPONENT_LABELS = {
 }
 
 
-def component_label(key: str) -> str:
-    """'optimizer_states' -> 'Optimizer states' (unknown keys: underscores to spaces)."""
-    return COMPONENT_LABELS.get(key) or key.replace("_", " ").replace("-", " ").capitalize()
+def component_label(key: str, lang: str = "en") -> str:
+    """'optimizer_states' -> 'Optimizer states' (unknown keys: underscores to spaces), in
+    `lang` (the English label is the catalogue's key)."""
+    return gettext(COMPONENT_LABELS.get(key) or
+                   key.replace("_", " ").replace("-", " ").capitalize(), lang)
 
 
 def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float = 0.07,
-                   scale_bytes: int | None = None) -> list[dict]:
+                   scale_bytes: int | None = None, lang: str = "en") -> list[dict]:
     """The components at the peak as stacked segments, in a fixed order (model states,
     per-batch memory, then allocator slack, CUDA context and any other key); zeros left out.
 
@@ -50,7 +53,7 @@ def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float =
     for k in keys:
         b = int(components[k])
         rows.append({
-            "component": k, "label": component_label(k), "bytes": b,
+            "component": k, "label": component_label(k, lang), "bytes": b,
             "gib": round(b / GiB, 3), "size": format_bytes(b), "start_gib": round(at / GiB, 4),
             "end_gib": round((at + b) / GiB, 4), "share": round(b / total, 4),
             "show_label": b / scale >= min_label_fraction,
@@ -61,7 +64,7 @@ def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float =
 
 def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = None, *,
                     gpu_name: str = "GPU", fits: bool | None = None,
-                    width: int | str = "container", height: int = 64):
+                    width: int | str = "container", height: int = 64, lang: str = "en"):
     """One horizontal bar: the memory at the peak, stacked by component (incl. cuda_context
     and allocator_slack, so its end is device used), against a line at the GPU's usable
     memory. The x axis runs to whichever is larger, so a plan that does not fit overshoots it.
@@ -70,16 +73,16 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
 
     total = sum(int(v) for v in components.values() if v)
     extent = max(total, usable_bytes or 0) or GiB
-    rows = breakdown_rows(components, scale_bytes=extent)
+    rows = breakdown_rows(components, scale_bytes=extent, lang=lang)
     domain = [r["component"] for r in rows]
     scale = alt.Scale(domain=domain, range=[COMPONENT_COLORS.get(k, OTHER_COMPONENT_COLOR)
                                             for k in domain])
     x_max = extent / GiB * 1.04
-    x = alt.X("start_gib:Q", title="GiB per GPU", scale=alt.Scale(domain=[0, x_max], nice=False),
+    x = alt.X("start_gib:Q", title=gettext("GiB per GPU", lang), scale=alt.Scale(domain=[0, x_max], nice=False),
               axis=alt.Axis(grid=True, tickCount=8, labelFlush=True))
-    tooltip = [alt.Tooltip("label:N", title="Component"),
+    tooltip = [alt.Tooltip("label:N", title=gettext("Component", lang)),
                alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-               alt.Tooltip("share:Q", title="Share of device used", format=".1%")]
+               alt.Tooltip("share:Q", title=gettext("Share of device used", lang), format=".1%")]
     base = alt.Chart(alt.Data(values=rows))
     bars = base.mark_bar(height=34, stroke="white", strokeWidth=1).encode(
         x=x, x2="end_gib:Q",
@@ -97,12 +100,13 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
     layers = [bars, labels]
     if usable_bytes:
         line = {"usable_gib": round(usable_bytes / GiB, 3),
-                "text": f"{gpu_name}: {usable_bytes / GiB:,.1f} GiB usable"}
+                "text": gettext("{gpu}: {size} GiB usable", lang).format(
+                    gpu=gpu_name, size=f"{usable_bytes / GiB:,.1f}")}
         color = "#111827" if fits is not False else "#b42318"
         rule_base = alt.Chart(alt.Data(values=[line]))
         layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],
                                           y=-8, y2=height + 4).encode(
-            x=alt.X("usable_gib:Q"), tooltip=[alt.Tooltip("text:N", title="Limit")]))
+            x=alt.X("usable_gib:Q"), tooltip=[alt.Tooltip("text:N", title=gettext("Limit", lang))]))
         # the label sits on the side of the line with room (inside the plot either way)
         left = usable_bytes / GiB < x_max * 0.5
         layers.append(rule_base.mark_text(align="left" if left else "right",

@@ -11,6 +11,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
 from .text import count, gib, label_of, message_html, size
@@ -25,17 +26,19 @@ def cost_text(cost: Any) -> str:
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
     parts = []
     if c.get("compute_share"):
-        parts.append(f"+{c['compute_share']:.0%} compute")
+        parts.append(_("+{share} compute").format(share=f"{c['compute_share']:.0%}"))
     if c.get("time_share"):
-        via = f" over {c['host_link']}" if c.get("host_link") else ""
-        parts.append(f"+{c['time_share']:.0%} step time in transfers{via}")
+        share = f"{c['time_share']:.0%}"
+        parts.append(_("+{share} step time in transfers over {link}").format(
+            share=share, link=c["host_link"]) if c.get("host_link") else
+            _("+{share} step time in transfers").format(share=share))
     if c.get("accuracy_risk") not in (None, "none"):
-        parts.append(f"accuracy risk {c['accuracy_risk']}")
+        parts.append(_("accuracy risk {level}").format(level=_(str(c["accuracy_risk"]))))
     if c.get("changes_job"):
-        parts.append("changes the job")
+        parts.append(_("changes the job"))
     if (c.get("gpus") or 1) > 1:
-        parts.append(f"{c['gpus']} GPUs")
-    return " · ".join(parts) or "no cost found"
+        parts.append(_("{n} GPUs").format(n=c["gpus"]))
+    return " · ".join(parts) or _("no cost found")
 
 
 def growth_text(growth: dict, scenario=None) -> str:
@@ -47,8 +50,15 @@ def growth_text(growth: dict, scenario=None) -> str:
             continue
         name = {"batch_size": "batch", "seq_len": "sequence length"}.get(k, label_of(k).lower())
         val = " × ".join(count(x) for x in v) if isinstance(v, (list, tuple)) else count(v)
-        bits.append(f"{name} up to {val}")
-    return "Room to grow on this GPU: " + ", ".join(bits) + "." if bits else ""
+        bits.append(_("{name} up to {value}").format(name=_(name), value=val))
+    return _("Room to grow on this GPU: {what}.").format(what=", ".join(bits)) if bits else ""
+
+
+def title_html(title: str) -> str:
+    """An advisor change's title: the catalogue's where it has one, else the advisor's English
+    (marked lang='en': made from values, docs/i18n.md)."""
+    t = msg(title)
+    return _e(t) if t != title or current_lang() == "en" else f"<span lang='en'>{_e(title)}</span>"
 
 
 class AdvisorPanel(W.VBox):
@@ -60,7 +70,7 @@ class AdvisorPanel(W.VBox):
         self.plans.add_class("vp-plans")
         self.changes = W.VBox()
         self.changes.add_class("vp-changes")
-        self.card = section("What to change", self.status, self.plans, self.changes,
+        self.card = section(_("What to change"), self.status, self.plans, self.changes,
                             cls="vp-advisor")
         super().__init__([self.card])
         self.enabled = False
@@ -76,7 +86,7 @@ class AdvisorPanel(W.VBox):
         if st.advice is None:
             if self._asked is not st.result:
                 self._asked = st.result
-                self.status.value = "<div class='vp-hint'>Finding changes…</div>"
+                self.status.value = f"<div class='vp-hint'>{_('Finding changes…')}</div>"
                 self.plans.children, self.changes.children = [], []   # not the last plan's
                 self._shown = None
                 snap, result = st.snapshot(), st.result
@@ -90,13 +100,13 @@ class AdvisorPanel(W.VBox):
     def _done(self, result, advice) -> None:
         if isinstance(advice, Exception):
             if result is self.state.result:
-                self.status.value = message_html(f"The advisor failed: {type(advice).__name__}: "
-                                                 f"{advice}")
+                self.status.value = message_html(_("The advisor failed: {error}").format(
+                    error=f"{type(advice).__name__}: {advice}"))
             return
         self.state.set_advice(result, advice)
 
-    def _apply_button(self, change, text: str = "Apply") -> W.Button:
-        b = W.Button(description=text, layout=W.Layout(width="auto"))
+    def _apply_button(self, change, text: str | None = None) -> W.Button:
+        b = W.Button(description=text or _("Apply"), layout=W.Layout(width="auto"))
         b.add_class("vp-apply")
         b.on_click(lambda _: self.state.apply_change(change))
         self.buttons.append(b)
@@ -106,29 +116,32 @@ class AdvisorPanel(W.VBox):
         self.buttons = []
         usable = adv.estimate.gpu.usable_bytes
         if adv.fits:
-            head = (f"Fits, leaving {size(usable - adv.estimate.device_used_bytes)} free "
-                    f"({size(usable - adv.limit_bytes)} kept as headroom).")
+            head = _("Fits, leaving {free} free ({kept} kept as headroom).").format(
+                free=size(usable - adv.estimate.device_used_bytes),
+                kept=size(usable - adv.limit_bytes))
             grow = growth_text(adv.growth, adv.scenario)
             self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
         elif adv.plans:
-            self.status.value = (f"<div class='vp-hint'>Short by {gib(adv.estimate.device_used_bytes - adv.limit_bytes)} "
-                                 "with the headroom kept. Plans that fit, cheapest first:</div>")
+            self.status.value = ("<div class='vp-hint'>" + _(
+                "Short by {size} with the headroom kept. Plans that fit, cheapest first:").format(
+                size=gib(adv.estimate.device_used_bytes - adv.limit_bytes)) + "</div>")
         else:
-            self.status.value = message_html("No combination of changes found that fits; "
-                                             "see the single changes below.", "info")
+            self.status.value = message_html(_("No combination of changes found that fits; "
+                                               "see the single changes below."), "info")
         cards = []
         for i, p in enumerate(adv.plans[:PLANS]):
-            items = "".join(f"<li>{_e(c.get('title', c.get('id', '')))}</li>"
+            items = "".join(f"<li>{title_html(c.get('title', c.get('id', '')))}</li>"
                             for c in p.changes)
             used = p.estimate.device_used_bytes
             where = f"{p.gpus} × {_e(p.estimate.gpu.name)}" if p.gpus > 1 else \
                 _e(p.estimate.gpu.name)
             body = W.HTML(
-                f"<div class='vp-plan-title'>Plan {i + 1} · {where}</div>"
+                f"<div class='vp-plan-title'>{_('Plan {n}').format(n=i + 1)} · {where}</div>"
                 f"<ul class='vp-list'>{items}</ul>"
-                f"<div class='vp-plan-figs'>{gib(used)} of {gib(p.estimate.gpu.usable_bytes)}"
-                f" per GPU</div><div class='vp-hint'>{_e(cost_text(p.cost))}</div>")
-            card = W.VBox([body, self._apply_button(p, "Apply this plan")])
+                "<div class='vp-plan-figs'>" + _("{used} of {usable} per GPU").format(
+                    used=gib(used), usable=gib(p.estimate.gpu.usable_bytes)) +
+                f"</div><div class='vp-hint'>{_e(cost_text(p.cost))}</div>")
+            card = W.VBox([body, self._apply_button(p, _("Apply this plan"))])
             card.add_class("vp-plan")
             cards.append(card)
         self.plans.children = cards
@@ -136,12 +149,13 @@ class AdvisorPanel(W.VBox):
         rows = []
         recs = [r for r in adv.recommendations if r.saves_bytes > 0][:CHANGES]
         if recs:
-            rows.append(W.HTML("<div class='vp-sub-title'>Single changes, most memory saved "
-                               "per cost first</div>"))
+            rows.append(W.HTML("<div class='vp-sub-title'>" + _(
+                "Single changes, most memory saved per cost first") + "</div>"))
         for r in recs:
-            fits = " · fits" if r.estimate.fits else ""
-            text = W.HTML(f"<div class='vp-change'><b>{_e(r.title)}</b><div class='vp-hint'>"
-                          f"saves {size(r.saves_bytes)}{fits} · {_e(cost_text(r.cost))}"
+            fits = " · " + _("fits") if r.estimate.fits else ""
+            text = W.HTML(f"<div class='vp-change'><b>{title_html(r.title)}</b>"
+                          "<div class='vp-hint'>" + _("saves {size}").format(
+                              size=size(r.saves_bytes)) + f"{fits} · {_e(cost_text(r.cost))}"
                           f"</div></div>")
             row = W.HBox([text, self._apply_button(r)])
             row.add_class("vp-change-row")

@@ -13,6 +13,10 @@
 All state lives in `PlanState` (state.py, no widgets): every widget edits it and renders from
 it after each change. The plan is kept in the address (`Scenario.to_query()`), so a link
 reopens it. Later panels: `add_control(widget)`, `add_result(widget)`, `on_estimate(fn)`.
+
+Languages: the header's EN / 中文 switch, `?lang=zh` in the link (kept in the address) or
+`App(lang="zh")`; every string goes through `ui.i18n._`. A switch builds the page's widgets
+again in the new language (the state, the address widget and later panels stay).
 """
 from __future__ import annotations
 
@@ -21,6 +25,8 @@ import html
 import ipywidgets as W
 
 from .. import __version__
+from ..errors import VramplanError
+from ..i18n import LANG_NAMES, LANGS, normalise_lang
 from ..scenario import Scenario
 from .advisor import AdvisorPanel
 from .details import Details
@@ -28,10 +34,13 @@ from .device_card import DeviceCard
 from .explore import ExplorePanel
 from .export import ExportPanel
 from .gpu_picker import GpuPicker
+from .i18n import N_, _, set_lang, speaking
 from .jobs import kernel
+from .live_panel import LivePanel
 from .notices import NoticeBar
-from .state import PlanState, default_gpu  # noqa: F401 (default_gpu: the app's API)
+from .state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
 from .style import style_tag
+from .trace_panel import TracePanel
 from .url import UrlState, query_params, query_string
 from .verdict import EstimatePanel
 from .workload import WorkloadForm
@@ -47,10 +56,11 @@ class App(W.VBox):
     db: a `HardwareDB` (default: `vramplan.hardware.default_db()`).
     lazy_chart: attach the charts after first paint (default: when running in a kernel).
     charts: draw the charts at all (tests of the form leave them out: each costs ~0.3 s).
+    lang: the page's language, "en" or "zh" (default: the link's `lang`, else English).
     """
 
     def __init__(self, gpu: str | None = None, db=None, lazy_chart: bool | None = None,
-                 scenario=None, charts: bool = True):
+                 scenario=None, charts: bool = True, lang: str | None = None):
         qs = query_string()
         self.state = st = PlanState(db, gpu=gpu if gpu is not None else
                                     query_params().get("gpu"))
@@ -61,13 +71,34 @@ class App(W.VBox):
             st.apply(scenario)
         elif isinstance(scenario, str):
             st.load_query(scenario)
-        elif set(query_params()) - {"gpu"}:
+        elif set(query_params()) - {"gpu", "lang"}:
             st.load_query(qs)
         st.history.clear()
         self._listeners = []
+        self._extra_controls: list = []
+        self._extra_results: list = []
+        self._charts, self._lazy = charts, lazy_chart
+        wanted = lang if lang is not None else query_params().get("lang")
+        try:
+            st.lang = normalise_lang(wanted)
+        except VramplanError:
+            st.notices.append(notice(N_("The link's lang '{value}' is not a language of the "
+                                        "page (lang=en or lang=zh); the page is in English."),
+                                     "error", value=str(wanted)[:40]))
+        self.url = UrlState(gpu=st.gpu or "", query=self._query())
+        with speaking(st.lang):
+            self._build()
+            self.trace, self.live = TracePanel(st), LivePanel(st)   # measure from the page
+        self.add_result(self.trace)
+        self.add_result(self.live)
+        st.on_change(self._on_state)
 
+    def _build(self) -> None:
+        """Every widget of the page in the state's language (again after a switch)."""
+        st = self.state
+        old = list(self.children)
         self.workload = WorkloadForm(st)
-        self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu)
+        self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
         self.advisor = AdvisorPanel(st)
@@ -76,30 +107,42 @@ class App(W.VBox):
         self.details = Details(st)
         self.card = DeviceCard()
         self.export = ExportPanel(st)
-        self.url = UrlState(gpu=st.gpu or "", query=st.query)
+        self.lang_switch = W.ToggleButtons(options=[(LANG_NAMES[x], x) for x in LANGS], value=st.lang,
+                                    tooltips=[_("Show the page in English"),
+                                              _("Show the page in Chinese")])
+        self.lang_switch.add_class("vp-lang")
+        self.lang_switch.observe(lambda ch: set_lang(st, ch["new"]), "value")
 
         header = W.HBox([W.HTML(
             "<div class='vp-header'><div class='vp-logo'>vram<span>plan</span></div>"
-            "<div class='vp-tagline'>GPU memory capacity planner · will it fit, how large "
-            "can the batch be, how much bandwidth</div></div>"), self.notices.undo, W.HTML(
+            f"<div class='vp-tagline'>{_('GPU memory capacity planner · will it fit, how large can the batch be, how much bandwidth')}"
+            "</div></div>"), self.lang_switch, self.notices.undo, W.HTML(
             f"<div class='vp-version'>v{html.escape(__version__)}</div>")])
         header.add_class("vp-top")
-        self.controls = W.VBox([self.workload, self.picker])
+        self.controls = W.VBox([self.workload, self.picker, *self._extra_controls])
         self.controls.add_class("vp-controls")
-        gpu_title = W.HTML("<div class='vp-group-title'>The GPU</div>")
+        gpu_title = W.HTML(f"<div class='vp-group-title'>{_('The GPU')}</div>")
         self.results = W.VBox([self.notices, self.panel, self.advisor, self.explore,
                                self.details,
-                               gpu_title, self.card, self.export])
+                               gpu_title, self.card, self.export, *self._extra_results])
         self.results.add_class("vp-results")
         body = W.Box([self.controls, self.results])
         body.add_class("vp-body")
-        super().__init__([W.HTML(style_tag()), header, body, self.url])
-        self.add_class("vp-app")
-
-        st.on_change(self._on_state)
+        if old:
+            self.children = [W.HTML(style_tag()), header, body, self.url]
+        else:
+            super().__init__([W.HTML(style_tag()), header, body, self.url])
+            self.add_class("vp-app")
+            self.add_class(f"vp-lang-{st.lang}")
+        for cls in (f"vp-lang-{x}" for x in LANGS):
+            (self.add_class if cls == f"vp-lang-{st.lang}" else self.remove_class)(cls)
         self._render({"draft", "gpu", "estimate", "notices"})
-        if not charts:
+        keep = {id(w) for w in (self.url, *self._extra_controls, *self._extra_results)}
+        for w in old:                 # the last language's widgets (the address and the
+            _close_tree(w, keep)      # later panels stay)
+        if not self._charts:
             return
+        lazy_chart = self._lazy
         if lazy_chart is None:
             lazy_chart = kernel() is not None
         if lazy_chart:
@@ -112,11 +155,14 @@ class App(W.VBox):
 
     # -- layout hooks for later panels
     def add_control(self, widget: W.Widget) -> None:
-        """Append a widget (usually `section.section(...)`) to the left column."""
+        """Append a widget (usually `section.section(...)`) to the left column (kept across a
+        language switch; a panel that renders text re-renders on `on_change` "lang")."""
+        self._extra_controls.append(widget)
         self.controls.children = [*self.controls.children, widget]
 
     def add_result(self, widget: W.Widget) -> None:
         """Append a widget to the right column, below the existing results."""
+        self._extra_results.append(widget)
         self.results.children = [*self.results.children, widget]
 
     def on_estimate(self, callback) -> None:
@@ -145,7 +191,22 @@ class App(W.VBox):
         return self.state.estimate
 
     def _on_state(self, state, what: set) -> None:
+        if "lang" in what:
+            self._build()             # in the new language (set_lang emits inside speaking)
+            return
         self._render(what)
+
+    def set_lang(self, lang: str) -> None:
+        """Show the page in `lang` ('en' / 'zh')."""
+        set_lang(self.state, lang)
+
+    def _query(self) -> str:
+        """What the address holds: the plan's query, and `lang` when it is not English (a
+        page setting, not a scenario key)."""
+        q = self.state.query
+        if self.state.lang != "en":
+            q = (q + "&" if q else "") + f"lang={self.state.lang}"
+        return q
 
     def _render(self, what: set) -> None:
         st = self.state
@@ -162,10 +223,20 @@ class App(W.VBox):
         self.explore.render()
         self.details.render()
         self.export.render()
-        if st.query and self.url.query != st.query:
-            self.url.query = st.query
+        q = self._query()
+        if q and self.url.query != q:
+            self.url.query = q
         if st.gpu and self.url.gpu != st.gpu:
             self.url.gpu = st.gpu
         if st.estimate is not None and not st.stale and "estimate" in what:
             for fn in self._listeners:
                 fn(self)
+
+
+def _close_tree(widget, keep: set) -> None:
+    """Close `widget` and everything under it except the widgets whose id is in `keep`."""
+    if id(widget) in keep:
+        return
+    for child in getattr(widget, "children", ()) or ():
+        _close_tree(child, keep)
+    widget.close()

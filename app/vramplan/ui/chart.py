@@ -17,6 +17,7 @@ from typing import Any, Callable
 import ipywidgets as W
 
 from . import jobs
+from .i18n import _
 
 _ALTAIR_READY = threading.Event()
 _ALTAIR_LOCK = threading.Lock()
@@ -40,14 +41,16 @@ def prepare_altair() -> None:
 
 
 class ChartPanel(W.VBox):
-    def __init__(self, build: Callable[[], Any], height: int = 300, cls: str = ""):
+    def __init__(self, build: Callable[[], Any], height: int = 300, cls: str = "",
+                 static: Callable[[], str] | None = None):
         self.build = build
+        self.static = static          # the chart as plain SVG until the widget has loaded
         self.widget = None            # the alt.JupyterChart, once loaded
         self.error: str | None = None
         self.height = height
         self._lock = threading.Lock()
         self._select: dict[str, Callable] = {}
-        self.placeholder = W.HTML(self._wait_html("Loading chart…"))
+        self.placeholder = W.HTML(self._wait_html(_("Loading chart…")))
         self.holder = W.Box([self.placeholder])
         self.holder.add_class("vp-chart")
         super().__init__([self.holder])
@@ -58,6 +61,18 @@ class ChartPanel(W.VBox):
     def _wait_html(self, text: str) -> str:
         return (f"<div class='vp-chart-loading' style='height:{self.height}px'>"
                 f"{html.escape(text)}</div>")
+
+    def show_static(self) -> None:
+        """Until the chart widget exists: the chart drawn as plain SVG (`static()`), so the
+        first chart needs neither altair nor the widget's JavaScript."""
+        if self.widget is not None or self.static is None:
+            return
+        try:
+            svg = self.static()
+        except Exception as exc:  # the widget will draw it, or say why
+            svg = html.escape(f"{type(exc).__name__}: {exc}")
+        self.placeholder.value = (f"<div class='vp-chart-static' style='min-height:"
+                                  f"{self.height}px'>{svg}</div>")
 
     @property
     def loaded(self) -> bool:
@@ -101,7 +116,8 @@ class ChartPanel(W.VBox):
 
     def _fail(self, exc: Exception) -> None:
         self.error = f"{type(exc).__name__}: {exc}"
-        self.show_message(f"The chart could not be drawn: {self.error}", "error")
+        self.show_message(_("The chart could not be drawn: {error}").format(error=self.error),
+                          "error")
 
     def show_message(self, text: str, kind: str = "info") -> None:
         """Put a message where the chart is (e.g. 'no chart for this plan')."""

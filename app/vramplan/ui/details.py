@@ -10,35 +10,36 @@ from typing import Any, Mapping
 
 import ipywidgets as W
 
+from .i18n import N_, _, current_lang, msg
 from .section import section
 from .text import count, human_bytes, label_of, rate_gbs, seconds, si
 
 _e = html.escape
 
 LABELS = {
-    "datasheet_bandwidth_gbs": "Datasheet bandwidth",
-    "achievable_bandwidth_gbs": "Achievable bandwidth",
-    "achievable_bytes_per_s": "Achievable bandwidth",
-    "bytes_per_step": "Bytes moved per step", "bytes_per_token": "Bytes moved per token",
-    "bytes_per_image": "Bytes moved per image", "bytes_per_frame": "Bytes moved per frame",
-    "bytes_per_pass": "Bytes moved per pass", "bytes_per_s": "Bytes moved per second",
-    "weight_bytes_per_step": "Weights read per step", "kv_bytes_per_step": "KV cache read per step",
-    "tokens_per_step": "Tokens per step", "steps": "Steps", "fps": "Frame rate",
-    "bound": "Bound by", "compute_dtype": "Compute dtype",
-    "min_step_time_s": "Step time floor (achievable bandwidth)",
-    "min_step_time_datasheet_s": "Step time floor (datasheet bandwidth)",
-    "memory_floor_s": "Memory time per step", "compute_floor_s": "Compute time per step",
-    "max_tokens_per_s": "Tokens/s ceiling", "memory_bound_tokens_per_s": "Tokens/s, memory bound",
-    "compute_bound_tokens_per_s": "Tokens/s, compute bound",
-    "flops_per_step": "FLOPs per step", "prefill_flops": "Prefill FLOPs",
-    "arithmetic_intensity": "Arithmetic intensity", "ridge_intensity": "GPU ridge point",
-    "needed_bandwidth_gbs": "Bandwidth to keep compute busy", "peak_tflops": "Peak dense compute",
-    "attainable_tflops": "Attainable compute", "kv_pool_bytes": "KV pool",
-    "kv_pool_tokens": "KV pool (tokens)", "kv_bytes_per_token": "KV cache per token",
-    "context_tokens": "Context per sequence (tokens)",
-    "concurrent_sequences": "Sequences at full context", "utilisation": "Bandwidth used",
-    "max_fps_by_bandwidth": "Frame rate ceiling by bandwidth",
-    "by_pass_per_frame": "Per pass, per frame", "rule_of_thumb": "Rule of thumb",
+    "datasheet_bandwidth_gbs": N_("Datasheet bandwidth"),
+    "achievable_bandwidth_gbs": N_("Achievable bandwidth"),
+    "achievable_bytes_per_s": N_("Achievable bandwidth"),
+    "bytes_per_step": N_("Bytes moved per step"), "bytes_per_token": N_("Bytes moved per token"),
+    "bytes_per_image": N_("Bytes moved per image"), "bytes_per_frame": N_("Bytes moved per frame"),
+    "bytes_per_pass": N_("Bytes moved per pass"), "bytes_per_s": N_("Bytes moved per second"),
+    "weight_bytes_per_step": N_("Weights read per step"), "kv_bytes_per_step": N_("KV cache read per step"),
+    "tokens_per_step": N_("Tokens per step"), "steps": N_("Steps"), "fps": N_("Frame rate"),
+    "bound": N_("Bound by"), "compute_dtype": N_("Compute dtype"),
+    "min_step_time_s": N_("Step time floor (memory and compute)"),
+    "min_step_time_datasheet_s": N_("Step time floor (datasheet bandwidth and compute)"),
+    "memory_floor_s": N_("Memory time per step"), "compute_floor_s": N_("Compute time per step"),
+    "max_tokens_per_s": N_("Tokens/s ceiling"), "memory_bound_tokens_per_s": N_("Tokens/s, memory bound"),
+    "compute_bound_tokens_per_s": N_("Tokens/s, compute bound"),
+    "flops_per_step": N_("FLOPs per step"), "prefill_flops": N_("Prefill FLOPs"),
+    "arithmetic_intensity": N_("Arithmetic intensity"), "ridge_intensity": N_("GPU ridge point"),
+    "needed_bandwidth_gbs": N_("Bandwidth to keep compute busy"), "peak_tflops": N_("Peak dense compute"),
+    "attainable_tflops": N_("Attainable compute"), "kv_pool_bytes": N_("KV pool"),
+    "kv_pool_tokens": N_("KV pool (tokens)"), "kv_bytes_per_token": N_("KV cache per token"),
+    "context_tokens": N_("Context per sequence (tokens)"),
+    "concurrent_sequences": N_("Sequences at full context"), "utilisation": N_("Bandwidth used"),
+    "max_fps_by_bandwidth": N_("Frame rate ceiling by bandwidth"),
+    "by_pass_per_frame": N_("Per pass, per frame"), "rule_of_thumb": N_("Rule of thumb"),
 }
 MAIN = ("bound", "datasheet_bandwidth_gbs", "achievable_bandwidth_gbs", "bytes_per_step",
         "bytes_per_frame", "bytes_per_pass", "bytes_per_token", "bytes_per_image",
@@ -80,28 +81,29 @@ def _row(label: str, value: str, wrap: bool = False) -> str:
 def bandwidth_html(bw: Mapping[str, Any]) -> str:
     """Every key of `estimate.bandwidth`: the main figures, then the others under a fold."""
     if not bw:
-        return "<div class='vp-hint'>The estimate reports no bandwidth figures.</div>"
+        return f"<div class='vp-hint'>{_('The estimate reports no bandwidth figures.')}</div>"
     main = [k for k in MAIN if k in bw]
     rest = [k for k in bw if k not in main]
 
     def rows(keys):
         out = []
         for k in keys:
-            label = LABELS.get(k, label_of(k))
+            label = _(LABELS.get(k, label_of(k)))
             v = bw[k]
             if isinstance(v, dict):           # a group (per pass, a rule of thumb)
                 for sk, sv in v.items():
                     key = "bytes" if k.startswith("by_pass") else sk
-                    out.append(_row(f"{label}: {label_of(sk).lower()}",
-                                    fmt(key, sv), wrap=isinstance(sv, str)))
+                    out.append(_row(f"{label}: {_(label_of(sk).lower())}",
+                                    fmt(key, _(sv) if isinstance(sv, str) else sv),
+                                    wrap=isinstance(sv, str)))
                 continue
             extra = ""
             if k == "achievable_bandwidth_gbs" and bw.get("datasheet_bandwidth_gbs"):
-                extra = (f" <span class='vp-hint'>({v / bw['datasheet_bandwidth_gbs']:.0%}"
-                         " of datasheet)</span>")
-            out.append(_row(label, fmt(k, v) + extra))
+                extra = (" <span class='vp-hint'>(" + _("{share} of datasheet").format(
+                    share=f"{v / bw['datasheet_bandwidth_gbs']:.0%}") + ")</span>")
+            out.append(_row(label, fmt(k, _(v) if isinstance(v, str) else v) + extra))
         return "".join(out)
-    more = (f"<details class='vp-more'><summary>More figures ({len(rest)})</summary>"
+    more = (f"<details class='vp-more'><summary>{_('More figures ({n})').format(n=len(rest))}</summary>"
             f"<table class='vp-table'>{rows(rest)}</table></details>") if rest else ""
     return f"<table class='vp-table'>{rows(main)}</table>{more}"
 
@@ -116,15 +118,25 @@ def _rec_text(r: Any) -> str:
     return json.dumps(r)
 
 
+def core_html(text: str) -> str:
+    """A note or change made by the estimate (English, values filled in) in the page's
+    language where the catalogue has its pattern; else English, marked lang='en'."""
+    t = msg(text)
+    if t == text and current_lang() != "en":
+        return f"<span lang='en'>{_e(text)}</span>"
+    return _e(t)
+
+
 def notes_html(recommendations, notes) -> str:
     out = ""
     if recommendations:
-        items = "".join(f"<li>{_e(_rec_text(r))}</li>" for r in recommendations)
-        out += f"<div class='vp-sub-title'>What to change</div><ul class='vp-list'>{items}</ul>"
+        items = "".join(f"<li>{core_html(_rec_text(r))}</li>" for r in recommendations)
+        out += (f"<div class='vp-sub-title'>{_('What to change')}</div>"
+                f"<ul class='vp-list'>{items}</ul>")
     if notes:
-        items = "".join(f"<li>{_e(str(n))}</li>" for n in notes)
+        items = "".join(f"<li>{core_html(str(n))}</li>" for n in notes)
         out += f"<ul class='vp-list vp-notes'>{items}</ul>"
-    return out or "<div class='vp-hint'>No notes.</div>"
+    return out or f"<div class='vp-hint'>{_('No notes.')}</div>"
 
 
 class Details(W.GridBox):
@@ -134,8 +146,8 @@ class Details(W.GridBox):
         self.state = state
         self.bandwidth = W.HTML()
         self.notes = W.HTML()
-        super().__init__([section("Bandwidth", self.bandwidth, cls="vp-bandwidth"),
-                          section("Assumptions and notes", self.notes, cls="vp-notes-card")])
+        super().__init__([section(_("Bandwidth"), self.bandwidth, cls="vp-bandwidth"),
+                          section(_("Assumptions and notes"), self.notes, cls="vp-notes-card")])
         self.add_class("vp-row")
         self._shown = None
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from ..units import GiB, format_bytes
+from .i18n import _
 
 # labels for the hwdb throughput keys (hardware.THROUGHPUT_KEYS), in display order
 DTYPE_LABELS = {
@@ -41,7 +42,8 @@ def _rate(gbs: float) -> str:
 def _rows(pairs) -> str:
     body = "".join(f"<tr><td>{_e(k)}</td><td class='vp-num'>{v}</td></tr>"
                    for k, v in pairs if v not in (None, ""))
-    return f"<table>{body}</table>" if body else "<div class='vp-note'>not in the database</div>"
+    return f"<table>{body}</table>" if body else \
+        f"<div class='vp-note'>{_('not in the database')}</div>"
 
 
 def _vendor_color(vendor: str) -> str:
@@ -69,36 +71,37 @@ def device_card_html(d: Mapping[str, Any], sources: Mapping[str, Any] | None = N
             f"{_e(d.get('vendor', ''))}</span><h2 style='display:inline'>{_e(d.get('name'))}</h2>"
             f"<div class='vp-sub'>{sub} · id <code>{_e(d.get('id'))}</code></div>")
 
-    usable_txt = (f"usable {_gib(usable)} ({usable / mem:.1%})" if usable and mem
-                  else "usable: not measured, nominal assumed")
+    usable_txt = (_("usable {size} ({share})").format(size=_gib(usable), share=f"{usable / mem:.1%}")
+                  if usable and mem else _("usable: not measured, nominal assumed"))
     bus, rate = d.get("bus_width_bits"), d.get("data_rate_gbps")
     bus_txt = (f"{bus:,}-bit × {_num(rate, 2)} Gbps / 8" if bus and rate
-               else "bus × rate not published")
-    ach_txt = f"~{frac:.0%} sustained ≈ {_rate(bw * frac)}" if frac else ""
+               else _("bus × rate not published"))
+    ach_txt = _("~{share} sustained ≈ {rate}").format(share=f"{frac:.0%}", rate=_rate(bw * frac)) \
+        if frac else ""
     cu, kind = hier.get("compute_units") or d.get("compute_units"), hier.get("compute_unit_kind", "")
     kpis = [
-        ("Memory", _gib(mem), usable_txt),
-        ("Memory type", _e(d.get("memory_type") or "–"),
-         "unified with host" if d.get("unified_memory") else bus_txt),
-        ("Bandwidth", _rate(bw), ach_txt),
-        ("Compute", f"{cu:,} {_e(kind)}s" if cu else "–",
-         f"compute capability {_e(d['compute_capability'])}" if d.get("compute_capability")
-         else ""),
+        (_("Memory"), _gib(mem), usable_txt),
+        (_("Memory type"), _e(d.get("memory_type") or "–"),
+         _("unified with host") if d.get("unified_memory") else bus_txt),
+        (_("Bandwidth"), _rate(bw), ach_txt),
+        (_("Compute"), f"{cu:,} {_e(kind)}s" if cu else "–",
+         _("compute capability {cc}").format(cc=_e(d["compute_capability"]))
+         if d.get("compute_capability") else ""),
     ]
     kpi_html = "".join(f"<div class='vp-kpi'><div class='vp-k'>{k}</div><div class='vp-v'>{v}</div>"
                        f"<div class='vp-d'>{dd}</div></div>" for k, v, dd in kpis)
 
-    per = f"/ {kind}" if kind else "per unit"
+    per = f"/ {kind}" if kind else _("per unit")
     llc = hier.get("llc_mib")
     hier_rows = [
-        ("Bus width", f"{bus:,} bit" if bus else None),
-        ("Data rate", f"{_num(rate, 2)} Gbps/pin" if rate else None),
-        ("Register file", f"{_num(hier['regfile_kib_per_unit'])} KiB {per}"
+        (_("Bus width"), f"{bus:,} bit" if bus else None),
+        (_("Data rate"), f"{_num(rate, 2)} Gbps/pin" if rate else None),
+        (_("Register file"), f"{_num(hier['regfile_kib_per_unit'])} KiB {per}"
          if hier.get("regfile_kib_per_unit") else None),
-        ("L1 / shared", f"{_num(hier['l1_smem_kib_per_unit'])} KiB {per}"
+        (_("L1 / shared"), f"{_num(hier['l1_smem_kib_per_unit'])} KiB {per}"
          if hier.get("l1_smem_kib_per_unit") else None),
-        ("L2 cache", f"{_num(hier['l2_mib'])} MiB" if hier.get("l2_mib") else None),
-        (hier.get("llc_kind") or "Last-level cache", f"{_num(llc)} MiB" if llc else None),
+        (_("L2 cache"), f"{_num(hier['l2_mib'])} MiB" if hier.get("l2_mib") else None),
+        (_(hier.get("llc_kind") or "Last-level cache"), f"{_num(llc)} MiB" if llc else None),
     ]
     order = list(DTYPE_LABELS) + [k for k in dense if k not in DTYPE_LABELS]
     tp_rows = []
@@ -107,31 +110,33 @@ def device_card_html(d: Mapping[str, Any], sources: Mapping[str, Any] | None = N
             unit = "TOPS" if k.startswith("int") else "TFLOPS"
             v = f"{_num(dense[k])} {unit}"
             if k in sparse:
-                v += f" <span class='vp-hint'>({_num(sparse[k])} sparse)</span>"
+                v += (" <span class='vp-hint'>(" + _("{value} sparse").format(
+                    value=_num(sparse[k])) + ")</span>")
             tp_rows.append((DTYPE_LABELS.get(k, k), v))
     scale = ic.get("scaleup")
     links = []
     if scale:
         n = ic.get("scaleup_links")
-        links.append((scale, f"{n} links" if n else ""))
+        links.append((scale, _("{n} links").format(n=n) if n else ""))
         if ic.get("scaleup_gbs_per_direction"):
-            links.append(("per direction", f"{_num(ic['scaleup_gbs_per_direction'])} GB/s"))
+            links.append((_("per direction"), f"{_num(ic['scaleup_gbs_per_direction'])} GB/s"))
     if ic.get("pcie_gen"):
         links.append(("PCIe", f"Gen{ic['pcie_gen']} x{ic.get('pcie_lanes', '?')}"))
     if ic.get("host_link"):
-        links.append(("Host link", _e(ic["host_link"])))
+        links.append((_("Host link"), _e(ic["host_link"])))
     links.append(("TDP", f"{d['tdp_w']:,} W" if d.get("tdp_w") else None))
-    links.append(("Year", _e(d["year"]) if d.get("year") else None))
-    cols = (f"<div><h3>Memory hierarchy</h3>{_rows(hier_rows)}</div>"
-            f"<div><h3>Dense throughput</h3>{_rows(tp_rows)}</div>"
-            f"<div><h3>Links &amp; power</h3>{_rows(links)}</div>")
+    links.append((_("Year"), _e(d["year"]) if d.get("year") else None))
+    cols = (f"<div><h3>{_('Memory hierarchy')}</h3>{_rows(hier_rows)}</div>"
+            f"<div><h3>{_('Dense throughput')}</h3>{_rows(tp_rows)}</div>"
+            f"<div><h3>{_('Links &amp; power')}</h3>{_rows(links)}</div>")
 
     notes = [n for n in (d.get("bandwidth_note"), d.get("achievable_bandwidth_note"), d.get("note"))
              if n]
-    note_html = "".join(f"<div class='vp-note'>{_e(n)}</div>" for n in notes)
+    note_html = "".join(f"<div class='vp-note' lang='en'>{_e(n)}</div>" for n in notes)
     aliases = d.get("aliases") or []
     if aliases:
-        note_html += f"<div class='vp-note'>Also known as: {_e(', '.join(aliases))}</div>"
+        note_html += ("<div class='vp-note'>" + _("Also known as: {names}").format(
+            names=_e(", ".join(aliases))) + "</div>")
 
     return (f"<div class='vp-card'>{head}<div class='vp-kpis'>{kpi_html}</div>"
             f"<div class='vp-cols'>{cols}</div>{note_html}"
@@ -158,10 +163,10 @@ def _sources_html(d: Mapping[str, Any], index: Mapping[str, Any] | None) -> str:
             refs.append(_source_item(src) if src is not None else f"<code>{_e(sid)}</code>")
         per_field.append(f"<li><code>{_e(fname)}</code>: {'; '.join(refs)}</li>")
     if not items and not per_field:
-        return "<div class='vp-sources'>Sources: none recorded</div>"
-    out = f"<div class='vp-sources'><b>Sources</b><ol>{''.join(items)}</ol>"
+        return f"<div class='vp-sources'>{_('Sources: none recorded')}</div>"
+    out = f"<div class='vp-sources'><b>{_('Sources')}</b><ol lang='en'>{''.join(items)}</ol>"
     if per_field:
-        out += f"<b>Per-field sources</b><ul>{''.join(per_field)}</ul>"
+        out += f"<b>{_('Per-field sources')}</b><ul lang='en'>{''.join(per_field)}</ul>"
     return out + "</div>"
 
 

@@ -26,14 +26,25 @@ DEFAULT_WORKLOADS = ({"model": "meta-llama/Llama-3.1-8B", "task": "lora"},
                      {"model": "gpt2", "task": "train"})
 # notes written for programs reading the JSON, not for the page
 MACHINE_NOTES = ("components sum to ",)
+PAGE_SETTINGS = ("lang",)   # query keys that set the page, not the scenario
 
 
 @dataclass(frozen=True)
 class Notice:
-    """A page-level message. `choices`: GPU ids the page offers to pick instead."""
+    """A page-level message. `choices`: GPU ids the page offers to pick instead. `text` is
+    the English message; `template` (English with `{name}` placeholders) and `params`
+    ((name, value) pairs) let the page show it in its language (`notices.notice_text`)."""
     text: str
     kind: str = "info"
     choices: tuple[str, ...] = ()
+    template: str = ""
+    params: tuple[tuple[str, str], ...] = ()
+
+
+def notice(template: str, kind: str = "info", choices: tuple = (), **params) -> Notice:
+    """A Notice from an English template (marked with `N_`) and its values."""
+    return Notice(template.format(**params), kind, tuple(choices), template,
+                  tuple((k, str(v)) for k, v in params.items()))
 
 
 @dataclass
@@ -114,6 +125,8 @@ def draft_from_query(qs: str) -> tuple[dict, dict]:
     except ValueError as exc:
         return {}, {"scenario": str(exc)}
     for k, s in pairs:
+        if k in PAGE_SETTINGS:              # the page's, not the scenario's
+            continue
         try:
             d = parse_query(urlencode([(k, s)]), EXTRA_NAMES)
         except VramplanError as exc:

@@ -15,6 +15,7 @@ import ipywidgets as W
 
 from ..scenario.rules import OFFLOAD, OPTIONS
 from . import text as T
+from .i18n import _, msg
 
 # how a choice reads on the page (the value is the scenario's); unknown values as they are
 CHOICE_LABELS = {
@@ -51,12 +52,13 @@ def unit_in_label(field) -> bool:
 
 
 def label_text(field) -> str:
-    return f"{field.label} ({field.unit})" if unit_in_label(field) else field.label
+    """The field's label (and unit) in the page's language (the form's English is the key)."""
+    return f"{_(field.label)} ({_(field.unit)})" if unit_in_label(field) else _(field.label)
 
 
 def choice_options(field) -> list:
     names = CHOICE_LABELS.get(field.key, {})
-    return [(names.get(c, T.show("choice", c)), c) for c in (field.choices or ())]
+    return [(_(names.get(c, T.show("choice", c))), c) for c in (field.choices or ())]
 
 
 def default_text(field) -> str:
@@ -88,7 +90,7 @@ class FieldBox(W.VBox):
     def _build(self, field) -> None:
         kind = field.kind
         if kind == "bool":
-            w = W.Checkbox(description=field.label, indent=False)
+            w = W.Checkbox(description=_(field.label), indent=False)
         elif kind == "choice" and field.choices:
             w = W.Dropdown(options=choice_options(field))
         elif kind == "multi" and field.choices is not None:
@@ -105,8 +107,8 @@ class FieldBox(W.VBox):
 
     def _checkbox(self, name) -> W.Checkbox:
         if name not in self.boxes:
-            b = W.Checkbox(description=BOX_LABELS.get(name, T.label_of(name)), indent=False,
-                           tooltip=BOX_DOCS.get(name, ""))
+            b = W.Checkbox(description=_(BOX_LABELS.get(name, T.label_of(name))), indent=False,
+                           tooltip=_(BOX_DOCS.get(name, "")))
             b.observe(self._box_changed, "value")
             self.boxes[name] = b
         return self.boxes[name]
@@ -120,7 +122,7 @@ class FieldBox(W.VBox):
         self._syncing = True
         try:
             lab = "" if field.kind == "bool" else label_text(field)
-            self._set(self.label, "value", f"<div class='vp-label' title='{html.escape(field.doc)}'>"
+            self._set(self.label, "value", f"<div class='vp-label' title='{html.escape(_(field.doc))}'>"
                       f"{html.escape(lab)}</div>" if lab else "")
             w = self.input
             if field.kind == "bool":
@@ -150,8 +152,9 @@ class FieldBox(W.VBox):
                 self._set(w, "value", txt)
                 dflt = default_text(field)
                 unit = "" if unit_in_label(field) or not field.unit or field.kind == "size" \
-                    else f" {field.unit}"
-                self._set(w, "placeholder", f"default {dflt}{unit}" if dflt else unit.strip())
+                    else f" {_(field.unit)}"
+                self._set(w, "placeholder", _("default {value}").format(value=f"{dflt}{unit}")
+                          if dflt else unit.strip())
             self.set_error(error)
         finally:
             self._syncing = False
@@ -162,7 +165,7 @@ class FieldBox(W.VBox):
             setattr(w, name, v)
 
     def set_error(self, text: str | None) -> None:
-        self._set(self.message, "value", T.message_html(text))
+        self._set(self.message, "value", T.message_html(msg(text) if text else text))
         self.message.layout.display = "" if text else "none"
         w = self.input
         if w is not None:

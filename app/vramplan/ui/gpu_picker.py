@@ -17,14 +17,15 @@ import traitlets as T
 
 from ..errors import VramplanError
 from ..units import GiB, parse_bytes, parse_rate
+from .i18n import N_, _, msg, speaking_for
 from .section import section
 from .text import message_html
 
 _PLAIN_NUMBER = re.compile(r"^\s*[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?\s*$", re.I)
 VENDOR_ORDER = ("NVIDIA", "AMD", "Intel", "Google", "Apple")
 # (key, label, unit of a plain number, parser, the largest plain number meant in that unit)
-FILTERS = (("min_memory", "Min memory", "GiB", parse_bytes, 100_000),
-           ("min_bandwidth", "Min bandwidth", "GB/s", parse_rate, 1_000_000))
+FILTERS = (("min_memory", N_("Min memory"), "GiB", parse_bytes, 100_000),
+           ("min_bandwidth", N_("Min bandwidth"), "GB/s", parse_rate, 1_000_000))
 
 
 def with_default_unit(text: str, unit: str) -> str:
@@ -39,13 +40,14 @@ def read_filter(text: str, unit: str, parser, largest: float) -> tuple[str | Non
     if not text:
         return None, ""
     if _PLAIN_NUMBER.match(text) and float(text) > largest:
-        return None, (f"'{text}' would mean {float(text):,.0f} {unit}; write the unit "
-                      f"('{text} B', '80 GiB', '2 TB/s')")
+        return None, _("'{text}' would mean {value} {unit}; write the unit "
+                       "('{text} B', '80 GiB', '2 TB/s')").format(
+                           text=text, value=f"{float(text):,.0f}", unit=unit)
     full = with_default_unit(text, unit)
     try:
         parser(full)
     except VramplanError as exc:
-        return None, str(exc)
+        return None, msg(str(exc))
     return full, ""
 
 
@@ -60,19 +62,20 @@ class GpuPicker(W.VBox):
     value = T.Unicode(allow_none=True)
 
     def __init__(self, db, value: str | None = None,
-                 on_pick: Callable[[str], None] | None = None):
+                 on_pick: Callable[[str], None] | None = None, state=None):
+        """`state`: the page's PlanState, whose language the picker's own callbacks speak."""
         self.db = db
         self.on_pick = on_pick or (lambda gpu: None)
         self._syncing = False
         self.active: dict = {}
         self.order = sorted(db.devices, key=device_order)
-        self.search = W.Text(placeholder="Search name, id or alias (e.g. H100, MI300)",
+        self.search = W.Text(placeholder=_("Search name, id or alias (e.g. H100, MI300)"),
                              continuous_update=True)
-        self.vendor = W.Dropdown(options=[("All vendors", "")] + [
+        self.vendor = W.Dropdown(options=[(_("All vendors"), "")] + [
             (v, v) for v in sorted(db.vendors, key=lambda v: device_order(
                 next(d for d in db.devices if d.vendor == v))[0])], value="")
-        self.min_memory = W.Text(placeholder="GiB, e.g. 80", continuous_update=False)
-        self.min_bandwidth = W.Text(placeholder="GB/s, e.g. 2000 or 2 TB/s",
+        self.min_memory = W.Text(placeholder=_("GiB, e.g. 80"), continuous_update=False)
+        self.min_bandwidth = W.Text(placeholder=_("GB/s, e.g. 2000 or 2 TB/s"),
                                     continuous_update=False)
         self.inputs = {"min_memory": self.min_memory, "min_bandwidth": self.min_bandwidth}
         self.message = W.HTML()
@@ -85,17 +88,19 @@ class GpuPicker(W.VBox):
             box.add_class("vp-field")
             box.add_class(cls)
             return box
-        grid = W.GridBox([labelled("Min memory (GiB)", self.min_memory, "vp-f-min-memory"),
-                          labelled("Min bandwidth (GB/s)", self.min_bandwidth,
+        grid = W.GridBox([labelled(_("Min memory (GiB)"), self.min_memory, "vp-f-min-memory"),
+                          labelled(_("Min bandwidth (GB/s)"), self.min_bandwidth,
                                    "vp-f-min-bandwidth")])
         grid.add_class("vp-grid")
-        hint = W.HTML("<div class='vp-hint'>Plain numbers mean GiB and GB/s; other units are "
-                      "read too (96GB, 3.35 TB/s). Press Enter to apply.</div>")
+        hint = W.HTML("<div class='vp-hint'>" + _("Plain numbers mean GiB and GB/s; other units "
+                      "are read too (96GB, 3.35 TB/s). Press Enter to apply.") + "</div>")
+        on = (lambda fn: speaking_for(state, fn)) if state is not None else (lambda fn: fn)
         for w in (self.search, self.vendor, self.min_memory, self.min_bandwidth):
-            w.observe(self._on_filter, "value")
-        self.list.observe(self._on_list, "value")
-        super().__init__([section("GPU", labelled("Search", self.search, "vp-f-gpu-search"),
-                                  labelled("Vendor", self.vendor, "vp-f-vendor"), grid, hint,
+            w.observe(on(self._on_filter), "value")
+        self.list.observe(on(self._on_list), "value")
+        super().__init__([section(_("GPU"), labelled(_("Search"), self.search,
+                                                     "vp-f-gpu-search"),
+                                  labelled(_("Vendor"), self.vendor, "vp-f-vendor"), grid, hint,
                                   self.message, self.count, self.list)])
         self.add_class("vp-gpu-picker")
         self.value = value or (self.order[0].id if self.order else None)
@@ -130,7 +135,7 @@ class GpuPicker(W.VBox):
             out[key] = value
             (field.add_class if problem else field.remove_class)("vp-input-error")
             if problem:
-                errors.append(f"{label}: {problem}")
+                errors.append(f"{_(label)}: {problem}")
         return out, errors
 
     def apply_filters(self) -> list:
@@ -154,7 +159,7 @@ class GpuPicker(W.VBox):
         if errors:
             self.message.value = "".join(message_html(e) for e in errors)
         elif not options:
-            self.message.value = message_html("No GPU matches these filters.", "info")
+            self.message.value = message_html(_("No GPU matches these filters."), "info")
         else:
             self.message.value = ""
         return devices
@@ -167,9 +172,10 @@ class GpuPicker(W.VBox):
         if self.active.get("min_bandwidth"):
             bits.append(f"≥ {parse_rate(self.active['min_bandwidth']) / 1e9:,.0f} GB/s")
         hidden = "" if self.value in self._option_ids() or not self.value else \
-            " · the chosen GPU is hidden by the filters"
+            " · " + _("the chosen GPU is hidden by the filters")
         shown = f" ({', '.join(bits)})" if bits else ""
-        self.count.value = f"<div class='vp-count'>{n} of {total} GPUs{shown}{hidden}</div>"
+        self.count.value = ("<div class='vp-count'>" + _("{n} of {total} GPUs").format(
+            n=n, total=total) + f"{shown}{hidden}</div>")
 
     @staticmethod
     def label(device) -> str:

@@ -20,9 +20,10 @@ import contextvars
 import functools
 from typing import Callable, Iterator
 
-from ..i18n import DEFAULT_LANG, LANG_NAMES, LANGS, format_number, gettext, normalise_lang
+from ..i18n import (DEFAULT_LANG, LANG_NAMES, LANGS, format_number, gettext, normalise_lang,
+                    translate_message)
 
-__all__ = ["_", "current_lang", "speaking", "speaking_for", "set_lang", "num",
+__all__ = ["_", "N_", "msg", "current_lang", "speaking", "speaking_for", "set_lang", "num",
            "LANGS", "LANG_NAMES"]
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("vramplan_page_lang",
@@ -32,6 +33,18 @@ _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("vramplan_page_lang"
 def _(text: str) -> str:
     """`text` (English) in the current page's language."""
     return gettext(text, _LANG.get())
+
+
+def msg(text: str) -> str:
+    """A message made elsewhere with its values in (an error from the scenario, an estimate
+    note) in the current page's language, where the catalogue has its pattern; else as is."""
+    return translate_message(str(text), _LANG.get())
+
+
+def N_(text: str) -> str:
+    """Marks English text translated later, where it is shown (a notice kept in the state):
+    returns it unchanged; tests/test_i18n.py checks it has a catalogue entry like `_()`."""
+    return text
 
 
 def current_lang() -> str:

@@ -5,6 +5,7 @@ requests void (skipped if not started, their results dropped if they were). Outs
 (tests, scripts) it runs at once. No widgets here."""
 from __future__ import annotations
 
+import contextvars
 import threading
 from typing import Any, Callable
 
@@ -37,12 +38,14 @@ class Jobs:
             done(_call(work))
             return
 
+        ctx = contextvars.copy_context()        # the caller's (the page's language)
+
         def thread():
             with self._work_lock:
                 if gen != self._gen:            # a newer request came in: skip this one
                     return
-                result = _call(work)
-            loop.add_callback(lambda: gen == self._gen and done(result))
+                result = ctx.copy().run(_call, work)
+            loop.add_callback(lambda: gen == self._gen and ctx.copy().run(done, result))
 
         threading.Thread(target=thread, name=self.name, daemon=True).start()
 

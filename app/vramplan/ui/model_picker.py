@@ -14,15 +14,16 @@ from ..catalog import list_models
 from ..errors import VramplanError
 from . import state as S
 from . import text as T
+from .i18n import N_, _, msg, speaking_for
 
 MAX_CONFIG_BYTES = 1_000_000
-FAMILY_LABELS = {"decoder": "Decoder LLMs", "encoder": "Encoders",
-                 "encoder-decoder": "Encoder-decoders", "cnn": "CNNs",
-                 "vit": "Vision transformers", "detection": "Detection",
-                 "segmentation": "Segmentation", "unet": "U-Nets",
-                 "diffusion": "Diffusion pipelines"}
-MODES = [("Size only (parameter count)", S.SIZE_ONLY), ("Your own config.json", S.OWN),
-         ("No model (graphics / volume / arrays)", S.NO_MODEL)]
+FAMILY_LABELS = {"decoder": N_("Decoder LLMs"), "encoder": N_("Encoders"),
+                 "encoder-decoder": N_("Encoder-decoders"), "cnn": N_("CNNs"),
+                 "vit": N_("Vision transformers"), "detection": N_("Detection"),
+                 "segmentation": N_("Segmentation"), "unet": N_("U-Nets"),
+                 "diffusion": N_("Diffusion pipelines")}
+MODES = [(N_("Size only (parameter count)"), S.SIZE_ONLY), (N_("Your own config.json"), S.OWN),
+         (N_("No model (graphics / volume / arrays)"), S.NO_MODEL)]
 
 
 def family_options() -> list[tuple[str, str]]:
@@ -30,8 +31,9 @@ def family_options() -> list[tuple[str, str]]:
     fams = sorted({m.family for m in models}, key=lambda f: (
         list(FAMILY_LABELS).index(f) if f in FAMILY_LABELS else 99, f))
     counts = {f: sum(m.family == f for m in models) for f in fams}
-    return ([("All families", S.ALL)] +
-            [(f"{FAMILY_LABELS.get(f, T.label_of(f))} ({counts[f]})", f) for f in fams] + MODES)
+    return ([(_("All families"), S.ALL)] +
+            [(f"{_(FAMILY_LABELS.get(f, T.label_of(f)))} ({counts[f]})", f) for f in fams] +
+            [(_(t), v) for t, v in MODES])
 
 
 def read_config(data: bytes | str, name: str = "config.json") -> dict:
@@ -60,35 +62,36 @@ class ModelPicker(W.VBox):
         self.state = state
         self._syncing = False
         self.family = W.Dropdown(options=family_options(), value=S.ALL)
-        self.model = W.Combobox(placeholder="Search a model id or alias, e.g. Llama-3.1-8B",
+        self.model = W.Combobox(placeholder=_("Search a model id or alias, e.g. Llama-3.1-8B"),
                                 ensure_option=False, continuous_update=False)
-        self.size = W.Text(placeholder="e.g. 7B, 70B, 350M", continuous_update=False)
-        self.paste = W.Textarea(placeholder='Paste a config.json: {"model_type": "llama", ...}',
+        self.size = W.Text(placeholder=_("e.g. 7B, 70B, 350M"), continuous_update=False)
+        self.paste = W.Textarea(placeholder=_('Paste a config.json: {"model_type": "llama", ...}'),
                                 rows=4, layout=W.Layout(width="100%"))
-        self.use = W.Button(description="Use this config", layout=W.Layout(width="auto"))
+        self.use = W.Button(description=_("Use this config"), layout=W.Layout(width="auto"))
         self.upload = W.FileUpload(accept=".json,application/json", multiple=False,
-                                   description="Upload config.json")
+                                   description=_("Upload config.json"))
         self.hint = W.HTML()
         self.message = W.HTML()
         self.matches = W.Box(layout=W.Layout(flex_flow="row wrap"))
         self.matches.add_class("vp-choices")
         self._match_buttons: dict[str, W.Button] = {}
         self.boxes = {
-            "family": _field("family", "Family", self.family),
-            "model": _field("model", "Model", self.model),
-            "architecture": _field("architecture", "Parameters (size-only decoder)", self.size),
-            "own": _field("own", "Your own config.json (at most 1 MB, never run)", W.VBox(
+            "family": _field("family", _("Family"), self.family),
+            "model": _field("model", _("Model"), self.model),
+            "architecture": _field("architecture", _("Parameters (size-only decoder)"), self.size),
+            "own": _field("own", _("Your own config.json (at most 1 MB, never run)"), W.VBox(
                 [self.paste, W.HBox([self.use, self.upload], layout=W.Layout(
                     flex_flow="row wrap"))])),
         }
         self.boxes["model"].add_class("vp-wide")
         super().__init__([*self.boxes.values(), self.hint, self.message, self.matches])
         self.add_class("vp-model-picker")
-        self.family.observe(self._on_family, "value")
-        self.model.observe(self._on_model, "value")
-        self.size.observe(self._on_size, "value")
-        self.use.on_click(self._on_paste)
-        self.upload.observe(self._on_upload, "value")
+        on = lambda fn: speaking_for(state, fn)   # noqa: E731 (callbacks in the page's language)
+        self.family.observe(on(self._on_family), "value")
+        self.model.observe(on(self._on_model), "value")
+        self.size.observe(on(self._on_size), "value")
+        self.use.on_click(on(self._on_paste))
+        self.upload.observe(on(self._on_upload), "value")
 
     # ------------------------------------------------------------ state -> widgets
     def render(self) -> None:
@@ -128,15 +131,15 @@ class ModelPicker(W.VBox):
                                                                 S.NO_MODEL) else "none"
         self.boxes["architecture"].layout.display = "" if mode == S.SIZE_ONLY else "none"
         self.boxes["own"].layout.display = "" if mode == S.OWN else "none"
-        hint = S.describe_model(st.draft)
+        hint = msg(S.describe_model(st.draft))
         if not hint and fam not in (None, S.NO_MODEL) and st.draft.get("model"):
             hint = self._catalog_hint(str(st.draft["model"]))
         self.hint.value = f"<div class='vp-hint'>{html.escape(hint)}</div>" if hint else ""
-        err = st.errors.get("model") or st.errors.get("architecture") or ""
+        err = msg(st.errors.get("model") or st.errors.get("architecture") or "")
         if err:
             err = ("model: " if "model" in st.errors else "architecture: ") + err
         if "model" in st.errors and T.looks_like_size(st.draft.get("model")):
-            err += " (a size alone is read as a size-only decoder: type it as 70B)"
+            err += _(" (a size alone is read as a size-only decoder: type it as 70B)")
         self.message.value = T.message_html(self._local or err)
         for w in (self.model, self.size):
             (w.add_class if err else w.remove_class)("vp-input-error")
@@ -153,7 +156,8 @@ class ModelPicker(W.VBox):
     def _match(self, model: str) -> W.Button:
         """A button for a catalog model that matches what was typed (id, alias, family)."""
         if model not in self._match_buttons:
-            b = W.Button(description=model, tooltip=f"use {model}", layout=W.Layout(width="auto"))
+            b = W.Button(description=model, tooltip=_("use {model}").format(model=model),
+                         layout=W.Layout(width="auto"))
             b.add_class("vp-choice")
             b.on_click(lambda _, m=model: self.state.set_model(m))
             self._match_buttons[model] = b
@@ -164,12 +168,14 @@ class ModelPicker(W.VBox):
         m = next((m for m in list_models() if m.id == model or model in m.aliases), None)
         if m is None:
             return ""
-        fam = FAMILY_LABELS.get(m.family, m.family)
-        alias = f" · also {', '.join(m.aliases[:2])}" if m.aliases else ""
+        fam = _(FAMILY_LABELS.get(m.family, m.family))
+        alias = " · " + _("also {names}").format(names=", ".join(m.aliases[:2])) \
+            if m.aliases else ""
         return f"{fam}{alias}"
 
     # ------------------------------------------------------------ widgets -> state
     def _say(self, text: str = "") -> None:
+        text = msg(text) if text else text
         self._local = text
         self.message.value = T.message_html(text)
 
@@ -204,9 +210,9 @@ class ModelPicker(W.VBox):
         self._pending_own = False
         self.state.set_architecture(config)
 
-    def _on_paste(self, _=None) -> None:
+    def _on_paste(self, button=None) -> None:
         if self.paste.value.strip():
-            self._take(self.paste.value, "the pasted config")
+            self._take(self.paste.value, _("the pasted config"))
 
     def _on_upload(self, change) -> None:
         files = change["new"]
@@ -214,7 +220,8 @@ class ModelPicker(W.VBox):
             return
         f = files[0]
         if f.get("size", 0) > MAX_CONFIG_BYTES:
-            self._say(f"{f.get('name', 'the file')} is {f['size']:,} bytes; at most "
-                      f"{MAX_CONFIG_BYTES:,} are read")
+            self._say(_("{name} is {size} bytes; at most {limit} are read").format(
+                name=f.get("name", _("the file")), size=f"{f['size']:,}",
+                limit=f"{MAX_CONFIG_BYTES:,}"))
             return
         self._take(bytes(f["content"]), f.get("name") or "config.json")

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import ipywidgets as W
 
+from .i18n import _, msg
 from .text import message_html
+
+
+def notice_text(n) -> str:
+    """A notice in the page's language (its values translated where they are messages)."""
+    if not n.template:
+        return msg(n.text)
+    return _(n.template).format(**{k: msg(v) for k, v in n.params})
 
 
 class NoticeBar(W.VBox):
@@ -13,8 +21,9 @@ class NoticeBar(W.VBox):
         self.text = W.HTML()
         self.choices = W.Box(layout=W.Layout(flex_flow="row wrap"))
         self.choices.add_class("vp-choices")
-        self.undo = W.Button(description="Undo", icon="", tooltip="Bring back the plan before "
-                             "the last change", layout=W.Layout(width="auto"))
+        self.undo = W.Button(description=_("Undo"), icon="",
+                             tooltip=_("Bring back the plan before the last change"),
+                             layout=W.Layout(width="auto"))
         self.undo.add_class("vp-undo")
         self.undo.on_click(lambda _: self.state.undo())
         self._buttons: dict[str, W.Button] = {}
@@ -32,7 +41,7 @@ class NoticeBar(W.VBox):
 
     def render(self) -> None:
         st = self.state
-        html = "".join(message_html(n.text, "error" if n.kind == "error" else "info")
+        html = "".join(message_html(notice_text(n), "error" if n.kind == "error" else "info")
                        for n in st.notices)
         if self.text.value != html:
             self.text.value = html

@@ -16,6 +16,7 @@ import ipywidgets as W
 from ..scenario.extra import ARRAY_DTYPES, FFT_MODES, PIXEL_FORMATS, SOLVERS
 from . import text as T
 from .fields import css_key
+from .i18n import _, msg
 
 # colour formats of a render target (the depth formats are d16, d24s8, d32f, d32fs8)
 COLOUR_FORMATS = tuple(f for f in PIXEL_FORMATS if not (f[0] == "d" and f[1:2].isdigit()))
@@ -39,19 +40,21 @@ class ObjectBox(W.VBox):
         self.label = W.HTML()
         self.message = W.HTML(layout=W.Layout(display="none"))
         self.summary = W.HTML()
-        self.clear = W.Button(description="Clear", layout=W.Layout(width="auto"))
+        self.clear = W.Button(description=_("Clear"), layout=W.Layout(width="auto"))
         self.clear.add_class("vp-small-btn")
         self.clear.on_click(lambda _: self.on_edit(self.key, None))
         self.parts: dict[str, W.Widget] = {}
         if key == "render_targets":
             self.parts = {"format": _dd(COLOUR_FORMATS, "rgba8"), "count": _txt("1-16")}
-            names = ("Colour format (+ depth)", "Colour targets")
+            names = (_("Colour format (+ depth)"), _("Colour targets"))
         elif key == "arrays":
-            self.parts = {"shape": _txt("e.g. 4096 × 4096"), "dtype": _dd(ARRAY_DTYPES, "float32")}
-            names = ("Array shape", "Array dtype")
+            self.parts = {"shape": _txt(_("e.g. 4096 × 4096")),
+                          "dtype": _dd(ARRAY_DTYPES, "float32")}
+            names = (_("Array shape"), _("Array dtype"))
         elif key == "work_buffers":
-            self.parts = {"fft": _dd(FFT_MODES, "none"), "solver": _dd(SOLVERS, "none")}
-            names = ("FFT buffers", "Iterative solver")
+            self.parts = {"fft": _dd([(_(m), m) for m in FFT_MODES], "none"),
+                          "solver": _dd([(_(m), m) for m in SOLVERS], "none")}
+            names = (_("FFT buffers"), _("Iterative solver"))
         else:
             names = ()
         cells = []
@@ -124,7 +127,7 @@ class ObjectBox(W.VBox):
         try:
             edit = self.key in EDITED and self._editable(value if value is not None
                                                          else field.default)
-            self.label.value = f"<div class='vp-label'>{html.escape(field.label)}</div>"
+            self.label.value = f"<div class='vp-label'>{html.escape(_(field.label))}</div>"
             self.editor.layout.display = "" if edit else "none"
             self.custom.layout.display = "none" if edit else ""
             if edit:
@@ -133,8 +136,7 @@ class ObjectBox(W.VBox):
                 text = json.dumps(value, separators=(", ", ": "))
                 self.summary.value = (f"<code class='vp-code'>{html.escape(T.shorten(text))}"
                                       "</code>" if value is not None else
-                                      "<span class='vp-hint'>none (a scenario file or a link "
-                                      "can set it)</span>")
+                                      f"<span class='vp-hint'>{_('none (a scenario file or a link can set it)')}</span>")
                 self.clear.layout.display = "" if given else "none"
             self.layout.display = "" if edit or given else "none"
             self.set_error(error)
@@ -142,6 +144,7 @@ class ObjectBox(W.VBox):
             self._syncing = False
 
     def set_error(self, text: str | None) -> None:
+        text = msg(text) if text else text
         if self.message.value != T.message_html(text):
             self.message.value = T.message_html(text)
         self.message.layout.display = "" if text else "none"

@@ -26,10 +26,10 @@ from ..scenario import Scenario
 from ..scenario import form
 from ..scenario.keys import BY_NAME
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
-                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, default_draft,
+                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, notice, default_draft,
                     default_gpu, describe_model, draft_from_query, draft_key, family_of, flat,
                     is_for_people, model_family, readable_query, search_models)
-from .i18n import normalise_lang, speaking
+from .i18n import N_, normalise_lang, speaking
 from .text import looks_like_size, parse_params
 
 HISTORY = 50
@@ -229,9 +229,11 @@ class PlanState:
         self.recompute()
         self._emit({"gpu", "estimate", "notices"})
 
-    def apply(self, plan: dict | Scenario, label: str | None = None) -> None:
+    def apply(self, plan: dict | Scenario, label: str | None = None,
+              params: tuple = ()) -> None:
         """Replace the plan (an advisor's plan, an uploaded scenario); undo brings back the
-        previous one."""
+        previous one. `label` (English, `{name}` placeholders filled from `params`) is the
+        notice shown."""
         d = plan.to_dict() if isinstance(plan, Scenario) else dict(plan)
         gpu = d.pop("gpu", None)
         self._push()
@@ -243,7 +245,7 @@ class PlanState:
         d = flat(d)
         self.draft, self.bad = self._compact(d), {}
         if label:
-            self.notices = [Notice(label)]
+            self.notices = [notice(label, **dict(params))]
         self.recompute()
         self._emit({"draft", "gpu", "estimate", "notices"})
 
@@ -279,8 +281,8 @@ class PlanState:
         """Apply an advisor recommendation or plan (anything with a `.scenario`)."""
         title = getattr(change, "title", None) or " + ".join(
             c.get("title", c.get("id", "")) for c in getattr(change, "changes", []) or [])
-        self.apply(change.scenario, label=label or f"Applied: {title}. Undo brings back the "
-                                                   "plan before.")
+        self.apply(change.scenario, label=label or N_("Applied: {title}. Undo brings back the "
+                                                      "plan before."), params=(("title", title),))
 
     # ------------------------------------------------------------ links
     def load_query(self, qs: str) -> None:
@@ -305,8 +307,8 @@ class PlanState:
             self.recompute()
         names = ", ".join(sorted(self.errors))
         if self.errors:
-            notices.append(Notice(f"The link's value of {names} is not valid (see the field); "
-                                  "the plan shown leaves it out.", "error"))
+            notices.append(notice(N_("The link's value of {names} is not valid (see the field); "
+                                     "the plan shown leaves it out."), "error", names=names))
         self.notices = notices
         self.query = qs.lstrip("?")
         self._emit({"draft", "gpu", "estimate", "notices"})
@@ -315,8 +317,8 @@ class PlanState:
         offered = tuple(s for s in exc.suggestions if s in {d.id for d in self.db.devices})
         if not offered:
             offered = tuple(d for d in POPULAR_GPUS if d in {x.id for x in self.db.devices})
-        return Notice(f"{exc}. Showing {self.device.name if self.device else 'none'} instead; "
-                      "pick one:", "error", offered)
+        return notice(N_("{error}. Showing {gpu} instead; pick one:"), "error", offered,
+                      error=str(exc), gpu=self.device.name if self.device else "none")
 
     def _resolve_gpu(self, wanted: str | None) -> str | None:
         if wanted:

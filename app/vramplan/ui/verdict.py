@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from .chart import ChartPanel
+from .i18n import _, current_lang, msg
 from .section import section
 from .text import count, format_params, gib, message_html
 
@@ -22,22 +23,22 @@ def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
     (`batched`: the form has a batch for it)."""
     arch = sc.get("architecture")
     model = sc.get("model") or (
-        f"size-only decoder, {format_params(arch['params'])} params"
+        _("size-only decoder, {params} params").format(params=format_params(arch["params"]))
         if isinstance(arch, dict) and arch.get("params") else
-        f"own config ({arch.get('model_type', 'config.json')})" if isinstance(arch, dict)
-        else "")
+        _("own config ({name})").format(name=arch.get("model_type", "config.json"))
+        if isinstance(arch, dict) else "")
     task = sc.get("task", "")
-    size = f"batch {count(sc.get('batch_size', 1))}" if batched else ""
+    size = _("batch {n}").format(n=count(sc.get("batch_size", 1))) if batched else ""
     if sc.get("seq_len"):
-        size += f" × {count(sc['seq_len'])} tokens"
+        size += " × " + _("{n} tokens").format(n=count(sc["seq_len"]))
     if sc.get("new_tokens"):
-        size += f" + {count(sc['new_tokens'])} new"
+        size += " + " + _("{n} new").format(n=count(sc["new_tokens"]))
     if sc.get("resolution"):
-        size += (" at " if size else "") + "×".join(str(x) for x in sc["resolution"])
+        size += (_(" at ") if size else "") + "×".join(str(x) for x in sc["resolution"])
     if sc.get("frames") and sc["frames"] > 1:
-        size += f", {count(sc['frames'])} frames"
+        size += ", " + _("{n} frames").format(n=count(sc["frames"]))
     if sc.get("steps"):
-        size += f", {count(sc['steps'])} steps"
+        size += ", " + _("{n} steps").format(n=count(sc["steps"]))
     if sc.get("msaa", 1) > 1:
         size += f", MSAA {sc['msaa']}×"
     prec = sc.get("precision")
@@ -46,13 +47,14 @@ def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
         prec = sc.get("dtype", "")
     parts = [model, task, size, prec]
     if sc.get("checkpointing") not in (None, "none"):
-        parts.append(f"{sc['checkpointing']} checkpointing")
+        parts.append(_("{kind} checkpointing").format(kind=sc["checkpointing"]))
     par = sc.get("parallel") or {}
     if par.get("gpus", 1) > 1:
-        parts.append(f"{par['gpus']} GPUs (dp {par.get('data')}, tp {par.get('tensor')}, "
-                     f"pp {par.get('pipeline')}, ZeRO {par.get('zero')})")
+        parts.append(_("{gpus} GPUs (dp {dp}, tp {tp}, pp {pp}, ZeRO {zero})").format(
+            gpus=par["gpus"], dp=par.get("data"), tp=par.get("tensor"),
+            pp=par.get("pipeline"), zero=par.get("zero")))
     if sc.get("offload"):
-        parts.append("offload " + ", ".join(sc["offload"]))
+        parts.append(_("offload {what}").format(what=", ".join(sc["offload"])))
     return " · ".join(_e(str(p)) for p in parts if p)
 
 
@@ -64,8 +66,9 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     used, head = per["device_used_bytes"], est["headroom_bytes"]
     usable = usable_bytes if usable_bytes is not None else used + head
     name, fits = est["gpu"]["name"], est["fits"]
-    title = f"Fits on {_e(name)}" if fits else f"Does not fit on {_e(name)}"
-    detail = f"{gib(head)} headroom" if fits else f"short by {gib(-head)}"
+    title = (_("Fits on {gpu}") if fits else _("Does not fit on {gpu}")).format(gpu=_e(name))
+    detail = (_("{size} headroom").format(size=gib(head)) if fits else
+              _("short by {size}").format(size=gib(-head)))
     pct = used / usable if usable else 0
     banner = (
         f"<div class='vp-verdict {'vp-fits' if fits else 'vp-nofit'}'>"
@@ -73,26 +76,29 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
         f"<div class='vp-verdict-main'><div class='vp-verdict-title'>{title}</div>"
         f"<div class='vp-verdict-sub'>{task_summary(est.get('scenario') or {}, batched)}</div></div>"
         f"<div class='vp-verdict-fig'><div class='vp-verdict-used'>{gib(used)} "
-        f"<span>of {gib(usable)}</span></div>"
-        f"<div class='vp-verdict-detail'>device used ({pct:.0%}) · {detail}</div></div></div>")
+        f"<span>{_('of {size}').format(size=gib(usable))}</span></div>"
+        f"<div class='vp-verdict-detail'>{_('device used ({pct})').format(pct=f'{pct:.0%}')}"
+        f" · {detail}</div></div></div>")
     mb = est.get("max_batch_size")
     if not batched:
-        mb_txt, mb_sub = "–", "the task has no batch"
+        mb_txt, mb_sub = "–", _("the task has no batch")
+    elif mb is None:                    # the estimate's null: memory does not grow with it
+        mb_txt, mb_sub = _("no limit"), _("memory does not grow with the batch")
     else:
-        mb_txt = count(mb) if mb else "none"
-        mb_sub = "largest batch that fits" if mb else "batch 1 does not fit"
-    phase = str(est.get("peak_phase") or "–")
+        mb_txt = count(mb) if mb else _("none")
+        mb_sub = _("largest batch that fits") if mb else _("batch 1 does not fit")
+    phase = _e(_(str(est.get("peak_phase") or "–")))
     kpis = [
-        ("Peak allocated", gib(per["peak_allocated_bytes"]), "live tensors at the peak"),
-        ("Peak reserved", gib(per["peak_reserved_bytes"]), "allocator segments"),
-        ("Device used", gib(used), "what nvidia-smi shows"),
-        ("Max batch size", mb_txt, mb_sub),
-        ("Peak phase", _e(phase), "where memory peaks"),
+        (_("Peak allocated"), gib(per["peak_allocated_bytes"]), _("live tensors at the peak"), ""),
+        (_("Peak reserved"), gib(per["peak_reserved_bytes"]), _("allocator segments"), ""),
+        (_("Device used"), gib(used), _("what nvidia-smi shows"), ""),
+        (_("Max batch size"), mb_txt, mb_sub, ""),
+        (_("Peak phase"), phase, _("where memory peaks"), " vp-kpi-word"),
     ]
     cells = "".join(
-        f"<div class='vp-kpi{' vp-kpi-word' if k == 'Peak phase' else ''}'>"
+        f"<div class='vp-kpi{cls}'>"
         f"<div class='vp-k'>{k}</div><div class='vp-v' title='{v}'>{v}</div>"
-        f"<div class='vp-d'>{d}</div></div>" for k, v, d in kpis)
+        f"<div class='vp-d'>{d}</div></div>" for k, v, d, cls in kpis)
     return f"<div class='vp-estimate'>{banner}<div class='vp-figs'>{cells}</div></div>"
 
 
@@ -103,7 +109,8 @@ def legend_html(components: Mapping[str, int]) -> str:
     items = "".join(
         f"<span class='vp-legend-item'><i style='background:"
         f"{COMPONENT_COLORS.get(r['component'], OTHER_COMPONENT_COLOR)}'></i>"
-        f"{_e(r['label'])} <b>{_e(r['size'])}</b></span>" for r in breakdown_rows(components))
+        f"{_e(r['label'])} <b>{_e(r['size'])}</b></span>"
+        for r in breakdown_rows(components, lang=current_lang()))
     return f"<div class='vp-legend'>{items}</div>"
 
 
@@ -115,10 +122,11 @@ class EstimatePanel(W.VBox):
         self.state = state
         self.banner = W.HTML()
         self.status = W.HTML(layout=W.Layout(display="none"))
-        self.chart = ChartPanel(self._chart, height=110, cls="vp-breakdown")
+        self.chart = ChartPanel(self._chart, height=110, cls="vp-breakdown", static=self._svg)
         self.legend = W.HTML()
         self.card = section(None, self.status, self.banner,
-                            W.HTML("<div class='vp-sub-title'>Memory at the peak, per GPU</div>"),
+                            W.HTML(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
+                                   "</div>"),
                             self.chart, self.legend, cls="vp-estimate-card")
         super().__init__([self.card])
         self.add_class("vp-estimate-panel")
@@ -130,9 +138,9 @@ class EstimatePanel(W.VBox):
         if st.stale:
             self.add_class("vp-stale")
             first = next(iter(st.errors.items()), ("", ""))
-            why = f"{first[0]}: {first[1]}" if first[0] else first[1]
-            self.status.value = message_html(f"The plan is not valid ({why}). Showing the "
-                                             "last valid plan.")
+            why = f"{first[0]}: {msg(first[1])}" if first[0] else msg(first[1])
+            self.status.value = message_html(_("The plan is not valid ({why}). Showing the "
+                                               "last valid plan.").format(why=why))
             self.status.layout.display = ""
         else:
             self.remove_class("vp-stale")
@@ -145,6 +153,7 @@ class EstimatePanel(W.VBox):
         self.banner.value = verdict_html(est, usable, batched=st.shown("batch_size"))
         self.legend.value = legend_html(est["per_gpu"]["components"])
         self.chart.refresh()
+        self.chart.show_static()
 
     @property
     def is_stale(self) -> bool:
@@ -154,14 +163,23 @@ class EstimatePanel(W.VBox):
     def value(self) -> str:
         return self.status.value + self.banner.value
 
+    def _svg(self) -> str:
+        """The breakdown as plain SVG (charts.breakdown_svg): the first chart on the page."""
+        from ..charts.breakdown_svg import breakdown_svg
+        est = self.state.result
+        usable = self.state.device.usable_bytes if self.state.device is not None else None
+        return breakdown_svg(est["per_gpu"]["components"], usable, gpu_name=est["gpu"]["name"],
+                             fits=est["fits"], lang=self.state.lang)
+
     def _chart(self):
         from ..charts import breakdown_chart
         est = self.state.result
         if est is None:
-            return breakdown_chart({}, None)
+            return breakdown_chart({}, None, lang=self.state.lang)
         usable = self.state.device.usable_bytes if self.state.device is not None else None
         chart = breakdown_chart(est["per_gpu"]["components"], usable,
-                                gpu_name=est["gpu"]["name"], fits=est["fits"])
+                                gpu_name=est["gpu"]["name"], fits=est["fits"],
+                                lang=self.state.lang)
         return without_legend(chart)
 
 

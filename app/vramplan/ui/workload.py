@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as W
 
 from .fields import FieldBox
+from .i18n import N_, _, msg
 from .model_picker import ModelPicker
 from .objects import ObjectBox
 from .section import section
@@ -20,8 +21,8 @@ from .text import message_html
 # where each field goes (presentation only; which fields exist is the form's)
 HOW = ("precision", "optimizer", "gradient_accumulation", "checkpointing", "attention",
        "offload", "options")
-SECTIONS = (("workload", "Workload"), ("how", "How it runs"),
-            ("serving", "Serving engine"), ("parallel", "Parallelism (per-GPU figures)"))
+SECTIONS = (("workload", N_("Workload")), ("how", N_("How it runs")),
+            ("serving", N_("Serving engine")), ("parallel", N_("Parallelism (per-GPU figures)")))
 SKIP = ("model", "architecture", "gpu")     # the model picker and the GPU picker
 
 
@@ -40,15 +41,15 @@ def field_errors(errors: dict, keys: list[str]) -> tuple[dict, dict]:
     by: dict[str, str] = {}
     rest: dict[str, str] = {}
     shown = dict.fromkeys(keys, True)
-    for k, msg in errors.items():
+    for k, text in errors.items():
         fk = k if k in shown else draft_key(k, shown)
         top = k.split(".")[0]
         if fk is None and top in ("lora", "parallel", "serving"):
             fk = next((x for x in keys if x.startswith(top + ".")), None)
         if fk is None:
-            rest[k] = msg
+            rest[k] = text
         else:
-            by.setdefault(fk, f"{k}: {msg}" if k else msg)
+            by.setdefault(fk, f"{k}: {text}" if k else text)
     return by, rest
 
 
@@ -58,14 +59,14 @@ class WorkloadForm(W.VBox):
         self.picker = ModelPicker(state)
         self.widgets: dict[str, Any] = {}
         self.message = W.HTML()
-        self.grids = {name: W.GridBox() for name, _ in SECTIONS}
+        self.grids = {name: W.GridBox() for name, _title in SECTIONS}
         for g in self.grids.values():
             g.add_class("vp-grid")
         self.sections = {}
         for name, title in SECTIONS:
             kids = [self.picker, self.grids[name], self.message] if name == "workload" \
                 else [self.grids[name]]
-            self.sections[name] = section(title, *kids, cls=f"vp-sec-{name}")
+            self.sections[name] = section(_(title), *kids, cls=f"vp-sec-{name}")
         super().__init__(list(self.sections.values()))
         self.add_class("vp-workload")
         self.render()
@@ -81,7 +82,7 @@ class WorkloadForm(W.VBox):
         st = self.state
         keys = [f.key for f in st.fields if f.key not in SKIP]
         errs, rest = field_errors(st.errors, keys + list(SKIP))
-        groups: dict[str, list] = {name: [] for name, _ in SECTIONS}
+        groups: dict[str, list] = {name: [] for name, _title in SECTIONS}
         for f in st.fields:
             if f.key in SKIP:
                 continue
@@ -91,12 +92,12 @@ class WorkloadForm(W.VBox):
             w = self.widget(f.key)
             w.show(f, st.value(f.key), errs.get(f.key, ""), given=f.key in st.draft)
             groups[section_of(f.key)].append(w)
-        for name, _ in SECTIONS:
+        for name, _title in SECTIONS:
             if list(self.grids[name].children) != groups[name]:
                 self.grids[name].children = groups[name]
             self.sections[name].layout.display = "" if groups[name] or name == "workload" \
                 else "none"
-        text = "; ".join(f"{k}: {v}" if k else v for k, v in rest.items())
+        text = "; ".join(f"{k}: {msg(v)}" if k else msg(v) for k, v in rest.items())
         self.message.value = message_html(text)
         self.picker.render()
 
