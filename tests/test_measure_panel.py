@@ -214,3 +214,49 @@ def test_monitor_rows_keep_one_gpu_with_readings():
     samples = [{"t": 0, "index": 0, "used_bytes": 1}, {"t": 0, "index": 1, "used_bytes": 2},
                {"t": 1, "index": 0, "used_bytes": None}, {"t": 2, "index": 0, "used_bytes": 3}]
     assert [s["used_bytes"] for s in M.monitor_rows(samples)] == [1, 3]
+
+
+def test_a_worker_whose_starter_went_away_ends_itself(tmp_path):
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    starter = tmp_path / "starter.py"
+    starter.write_text(
+        "import json, os, subprocess, sys\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'vramplan.measure.worker'], text=True,\n"
+        "    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,\n"
+        "    env={**os.environ, 'VRAMPLAN_WORKER_PARENT': str(os.getpid())})\n"
+        "p.stdin.write(json.dumps({'job': 'trace', 'scenario': {'model': "
+        "'meta-llama/Llama-3.1-8B', 'task': 'lora'}}))\n"
+        "p.stdin.close()\nprint(p.pid)\n")
+    pid = int(subprocess.run([sys.executable, str(starter)], capture_output=True, text=True,
+                             check=True).stdout)
+
+    def gone():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    try:   # an 8B trace runs for a minute or more: gone within seconds means the guard ended it
+        assert _wait(gone, 15)
+    finally:
+        if not gone():
+            os.kill(pid, 9)
+
+
+def test_trace_timeline_chart_marks_the_estimate_and_the_traced_peak():
+    from vramplan.charts.trace_timeline import monitor_chart, trace_timeline_chart
+    events = [(0, "setup", 1 * GiB), (5, "forward", 3 * GiB), (9, "backward", 2 * GiB)]
+    spec = trace_timeline_chart(events, estimate_peak_bytes=4 * GiB, usable_bytes=8 * GiB,
+                                gpu_name="Small GPU").to_dict()
+    values = [v for layer in spec["layer"] for v in (layer.get("data") or {}).get("values", [])]
+    texts = [v.get("text") for v in values if v.get("text")]
+    assert "estimate: 4.00 GiB" in texts and "Small GPU: 8.0 GiB usable" in texts
+    assert "peak 3.00 GiB (Forward)" in texts
+    assert spec["title"]["text"] == "Traced memory over two steps (GiB per GPU)"
+    m = monitor_chart([{"t": 0, "used_bytes": GiB}, {"t": 1, "used_bytes": 2 * GiB},
+                       {"t": 2, "used_bytes": None}], total_bytes=16 * GiB).to_dict()
+    pts = m["layer"][0]["data"]["values"]
+    assert [p["gib"] for p in pts] == [1.0, 2.0]
+    assert m["layer"][1]["data"]["values"][0]["gib"] == 16.0

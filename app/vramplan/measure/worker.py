@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 from .. import safejson
 from ..errors import VramplanError
 
 JOBS = ("trace", "measure", "max_batch", "monitor")
 MAX_STEPS = 100
+PARENT_ENV = "VRAMPLAN_WORKER_PARENT"   # the starter's pid (set by ui.measure_state.Worker)
 MONITOR_COUNT = 3600          # samples before a forgotten monitor stops by itself
 
 
@@ -97,6 +99,22 @@ def _monitor(opts: dict, device: int | None, out) -> None:
     _emit(out, event="result", result={"samples": count})
 
 
+def _orphan_guard(interval: float = 1.0) -> None:
+    """End this process when the one that started it goes (a page's kernel shut down): the
+    worker runs in a session of its own, so nothing else would stop a long trace."""
+    import os
+    import threading
+    given = os.environ.get(PARENT_ENV, "")
+    parent = int(given) if given.isdigit() else os.getppid()
+
+    def watch():
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                os._exit(1)
+    threading.Thread(target=watch, name="vramplan-worker-parent", daemon=True).start()
+
+
 def main(stdin=sys.stdin, out=sys.stdout) -> int:
     try:
         run(safejson.loads(stdin.read(), "worker request"), out)
@@ -112,4 +130,5 @@ def main(stdin=sys.stdin, out=sys.stdout) -> int:
 
 
 if __name__ == "__main__":
+    _orphan_guard()
     sys.exit(main())

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from .. import safejson
 from ..errors import VramplanError
+from ..measure.worker import PARENT_ENV
 from .i18n import N_
 
 IDLE, RUNNING, DONE, CANCELLED, ERROR = "idle", "running", "done", "cancelled", "error"
@@ -157,6 +158,7 @@ class Worker:
         root = package_root()
         env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env[PARENT_ENV] = str(os.getpid())     # the worker ends itself when this process goes
         try:
             proc = subprocess.Popen(
                 [self.python, "-m", "vramplan.measure.worker"], stdin=subprocess.PIPE,
