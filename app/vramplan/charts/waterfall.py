@@ -26,26 +26,30 @@ def _share(v: float) -> str:
     return f"+{v:.1%}" if abs(v) < 0.0995 else f"+{v:.0%}"
 
 
-def cost_text(cost: Any) -> str:
+def cost_text(cost: Any, lang: str = "en") -> str:
     """An advisor `Cost` (or its `to_dict()`) in words, the advisor's figures as the planner's
     cards print them: '+2.6% compute · +23% step time in transfers over PCIe Gen4 x16 ·
     accuracy risk medium · changes the job · 16 GPUs'; 'no extra cost' when every figure is
-    zero. (The cards' `ui.advisor.cost_text` is a later stage: charts cannot import it.)"""
+    zero. `lang`: the words in that language (`vramplan.i18n`; the report's catalogue).
+    (The cards' `ui.advisor.cost_text` is a later stage: charts cannot import it.)"""
+    from ..i18n import gettext as _t
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
     parts = []
     if theme.finite(c.get("compute_share")) and c["compute_share"] > 0:
-        parts.append(f"{_share(c['compute_share'])} compute")
+        parts.append(_t("{share} compute", lang).format(share=_share(c["compute_share"])))
     if theme.finite(c.get("time_share")) and c["time_share"] > 0:
-        via = f" over {c['host_link'] or c.get('link')}" if c.get("host_link") or \
-            c.get("link") else ""
-        parts.append(f"{_share(c['time_share'])} step time in transfers{via}")
+        link = c.get("host_link") or c.get("link")
+        text = "{share} step time in transfers over {link}" if link else \
+            "{share} step time in transfers"
+        parts.append(_t(text, lang).format(share=_share(c["time_share"]), link=link))
     if c.get("accuracy_risk") not in (None, "none"):
-        parts.append(f"accuracy risk {c['accuracy_risk']}")
+        risk = _t(f"accuracy risk {c['accuracy_risk']}", lang)
+        parts.append(risk)
     if c.get("changes_job"):
-        parts.append("changes the job")
+        parts.append(_t("changes the job", lang))
     if theme.finite(c.get("gpus")) and c["gpus"] > 1:
-        parts.append(f"{int(c['gpus'])} GPUs")
-    return " · ".join(parts) or "no extra cost"
+        parts.append(_t("{n} GPUs", lang).format(n=int(c["gpus"])))
+    return " · ".join(parts) or _t("no extra cost", lang)
 
 
 def cost_label(cost: Any) -> str:

@@ -1,0 +1,223 @@
+"""What a report says, as plain data: the figures of the estimate, the breakdown by
+component, the assumptions, the advice and the sources, each already in words of one language.
+`markdown.py` and `html.py` only lay it out, so both say the same thing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..charts.breakdown import component_label
+from ..charts.waterfall import cost_text
+from .text import count, gbs, seconds, size, tr
+
+# notes of the estimate that describe its own bookkeeping, not an assumption about the job
+MACHINE_NOTES = ("components sum to ",)
+HOW_SHOWN = 2                 # ecosystems of a recommendation's how-to shown (pytorch first)
+GROWTH_NAMES = {"batch_size": "batch size", "seq_len": "sequence length"}
+
+
+@dataclass
+class Report:
+    lang: str
+    title: str
+    fits: bool
+    verdict: str
+    figures: list[tuple[str, str]]
+    breakdown: list[dict]
+    assumptions: list[str]
+    recommendations: list[dict]
+    plans: list[dict]
+    growth: list[str]
+    sources: list[str]
+    scenario: dict
+    query: str
+    estimate: dict                       # the contract's JSON (charts read it)
+    device: dict                         # the GPU's hardware-database entry
+    advice: dict | None = None           # Advice.to_dict(full=False) (the waterfall reads it)
+    plan: dict | None = None             # the first plan, as the waterfall takes it
+
+
+def _per_gpu(est: Mapping[str, Any]) -> Mapping[str, Any]:
+    return est.get("per_gpu") or est
+
+
+def _usable(est: Mapping[str, Any], device: Mapping[str, Any]) -> int | None:
+    g = est.get("gpu") or {}
+    for d in (g, device):
+        for k in ("usable_memory_bytes", "usable_bytes", "memory_bytes"):
+            if isinstance(d.get(k), int) and d[k] > 0:
+                return d[k]
+    return None
+
+
+def verdict(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> tuple[bool, str]:
+    pg, gpu = _per_gpu(est), est.get("gpu") or {}
+    name = gpu.get("name") or device.get("name") or gpu.get("id") or "GPU"
+    used, usable = pg.get("device_used_bytes"), _usable(est, device)
+    fits = bool(est.get("fits")) if "fits" in est else (
+        used is not None and usable is not None and used <= usable)
+    if used is None or usable is None:
+        return fits, tr("Fits on {gpu}", lang, gpu=name) if fits else \
+            tr("Does not fit on {gpu}", lang, gpu=name)
+    if fits:
+        return True, tr("Fits on {gpu}: {used} of {usable} usable, {free} to spare", lang,
+                        gpu=name, used=size(used, lang), usable=size(usable, lang),
+                        free=size(usable - used, lang))
+    return False, tr("Does not fit on {gpu}: {used} needed, {usable} usable, {over} over",
+                     lang, gpu=name, used=size(used, lang), usable=size(usable, lang),
+                     over=size(used - usable, lang))
+
+
+def figures(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> list:
+    """(label, value) rows: memory at the peak, usable memory, headroom, max batch, GPUs,
+    bandwidth need and floors (the ones the estimate has)."""
+    pg, bw = _per_gpu(est), est.get("bandwidth") or {}
+    usable = _usable(est, device)
+    rows = []
+
+    def add(label: str, value: str | None, **kw):
+        if value is not None:
+            rows.append((tr(label, lang, **kw), value))
+    add("Verdict", tr("fits", lang) if est.get("fits") else tr("does not fit", lang))
+    phase = est.get("peak_phase")
+    add("Peak device memory per GPU (what nvidia-smi shows)", size(pg.get("device_used_bytes"),
+                                                                 lang))
+    if phase:
+        add("Peak phase", tr(str(phase), lang))
+    add("Peak allocated by tensors", size(pg.get("peak_allocated_bytes"), lang))
+    add("Peak reserved by the caching allocator", size(pg.get("peak_reserved_bytes"), lang))
+    add("Usable memory of the GPU", size(usable, lang) if usable else None)
+    if est.get("headroom_bytes") is not None:
+        add("Headroom (usable minus peak)", size(est["headroom_bytes"], lang))
+    mb = est.get("max_batch_size")
+    if mb is not None:
+        add("Largest batch that fits", count(mb, lang))
+    gpus = ((est.get("scenario") or {}).get("parallel") or {}).get("gpus")
+    if isinstance(gpus, int) and gpus > 1:
+        add("GPUs", count(gpus, lang))
+    for key, label, fmt in (
+            ("needed_bandwidth_gbs", "Bandwidth needed to run at compute speed", gbs),
+            ("achievable_bandwidth_gbs", "Achievable bandwidth of the GPU", gbs),
+            ("datasheet_bandwidth_gbs", "Datasheet bandwidth", gbs),
+            ("bytes_per_step", "Bytes moved per step", size),
+            ("memory_floor_s", "Memory-bound time floor per step", seconds),
+            ("compute_floor_s", "Compute-bound time floor per step", seconds),
+            ("min_step_time_s", "Shortest step time (the larger floor)", seconds)):
+        if isinstance(bw.get(key), (int, float)) and not isinstance(bw.get(key), bool):
+            add(label, fmt(bw[key], lang))
+    if bw.get("bound"):
+        add("Bound by", tr(f"{bw['bound']}-bound", lang))
+    if isinstance(bw.get("max_tokens_per_s"), (int, float)):
+        add("At most, tokens per second", count(bw["max_tokens_per_s"], lang))
+    return rows
+
+
+def breakdown(est: Mapping[str, Any], lang: str) -> list[dict]:
+    comps = _per_gpu(est).get("components") or {}
+    total = sum(v for v in comps.values() if isinstance(v, int) and v > 0) or 1
+    return [{"component": k, "label": tr(component_label(k), lang), "bytes": int(v),
+             "size": size(v, lang), "share": f"{v / total:.1%}"}
+            for k, v in comps.items() if isinstance(v, int) and v > 0]
+
+
+def assumptions(est: Mapping[str, Any]) -> list[str]:
+    return [n for n in est.get("notes") or [] if not str(n).startswith(MACHINE_NOTES)]
+
+
+def _advice_dict(advice: Any) -> dict | None:
+    if advice is None:
+        return None
+    return advice.to_dict(full=False) if hasattr(advice, "to_dict") else dict(advice)
+
+
+def recommendations(adv: Mapping[str, Any], lang: str) -> list[dict]:
+    out = []
+    for r in adv.get("recommendations") or []:
+        how = r.get("how") or {}
+        eco = sorted(how, key=lambda k: (k != "pytorch", k))[:HOW_SHOWN]
+        saves = int(r.get("saves_bytes") or 0)
+        out.append({"id": r.get("id"), "title": r.get("title") or r.get("id"),
+                    "saves_bytes": saves,
+                    "saves": size(saves, lang) if saves >= 0 else
+                    tr("adds {size}", lang, size=size(-saves, lang)),
+                    "fits": bool(r.get("fits")), "cost": cost_text(r.get("cost"), lang),
+                    "how": [(k, str(how[k])) for k in eco], "source": list(r.get("source") or [])})
+    return out
+
+
+def plans(adv: Mapping[str, Any], lang: str) -> list[dict]:
+    out = []
+    for p in adv.get("plans") or []:
+        out.append({"changes": [c.get("title") or c.get("id") for c in p.get("changes") or []],
+                    "gpus": int(p.get("gpus") or 1), "gpu": p.get("gpu"),
+                    "used": size(p.get("device_used_bytes"), lang),
+                    "headroom": size(p.get("headroom_bytes"), lang),
+                    "cost": cost_text(p.get("cost"), lang)})
+    return out
+
+
+def growth(adv: Mapping[str, Any], scenario: Mapping[str, Any], lang: str) -> list[str]:
+    out = []
+    for k, v in (adv.get("growth") or {}).items():
+        if scenario.get(k) == v:
+            continue
+        val = " × ".join(count(x, lang) for x in v) if isinstance(v, (list, tuple)) else \
+            count(v, lang) if isinstance(v, (int, float)) else str(v)
+        out.append(tr("{key} up to {value}", lang, key=tr(GROWTH_NAMES.get(k, k.replace("_", " ")), lang),
+                      value=val))
+    return out
+
+
+def sources(est: Mapping[str, Any], device: Mapping[str, Any], adv: Mapping[str, Any] | None,
+            model_source: str | None, lang: str) -> list[str]:
+    """Where the numbers come from: the GPU's datasheets, the model's config, the costs of
+    the advice (each once, in that order). URLs stay text: the report links nowhere."""
+    out = []
+    name = device.get("name") or device.get("id")
+    for s in device.get("sources") or []:
+        bits = [s.get("title") or s.get("id"), s.get("publisher"), s.get("doc"), s.get("url")]
+        out.append(tr("{gpu}: ", lang, gpu=name) + ", ".join(str(b) for b in bits if b))
+    if model_source:
+        model = (est.get("scenario") or {}).get("model") or ""
+        out.append(tr("model {model}: ", lang, model=model) + model_source)
+    for r in (adv or {}).get("recommendations") or []:
+        out += [str(s) for s in r.get("source") or []]
+    for p in (adv or {}).get("plans") or []:
+        out += [str(s) for s in p.get("source") or []]
+    out.append(tr("the estimate: vramplan's own model of each component (see the "
+                  "assumptions above)", lang))
+    return list(dict.fromkeys(out))
+
+
+def first_plan(adv: Mapping[str, Any] | None, advice: Any = None) -> dict | None:
+    """The waterfall's plan: the first plan's changes and its own estimate."""
+    if advice is not None and getattr(advice, "plans", None):
+        p = advice.plans[0]
+        return {"steps": p.changes, "estimate": p.estimate.to_dict()}
+    ps = (adv or {}).get("plans") or []
+    if ps and ps[0].get("estimate"):
+        return {"steps": ps[0].get("changes") or [], "estimate": ps[0]["estimate"]}
+    return None
+
+
+def assemble(est: Mapping[str, Any], device: Mapping[str, Any], *, advice: Any = None,
+             lang: str = "en", query: str = "", model_source: str | None = None) -> Report:
+    """A Report from an estimate's JSON (`Estimate.to_dict()`), the GPU's hardware-database
+    entry (`Device.to_dict()`), and optionally the advisor's `Advice` (or its dict)."""
+    est, device = dict(est), dict(device or {})
+    adv = _advice_dict(advice)
+    sc = dict(est.get("scenario") or {})
+    fits, text = verdict(est, device, lang)
+    what = sc.get("model") or tr("model-free plan", lang)
+    gpu = (est.get("gpu") or {}).get("name") or device.get("name") or sc.get("gpu") or "GPU"
+    title = tr("Memory plan: {model} ({task}) on {gpu}", lang, model=what,
+               task=tr(str(sc.get("task") or "-"), lang), gpu=gpu)
+    return Report(
+        lang=lang, title=title, fits=fits, verdict=text, figures=figures(est, device, lang),
+        breakdown=breakdown(est, lang), assumptions=assumptions(est),
+        recommendations=recommendations(adv or {}, lang), plans=plans(adv or {}, lang),
+        growth=growth(adv or {}, sc, lang),
+        sources=sources(est, device, adv, model_source, lang), scenario=sc, query=query,
+        estimate=est, device=device, advice=adv, plan=first_plan(adv, advice))
+
