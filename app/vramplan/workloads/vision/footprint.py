@@ -27,7 +27,7 @@ from ..base import Footprint
 from ...hardware.capabilities import plan_warnings
 from .family import native_resolution, resolution_rule
 from .layers import Graph
-from . import nets
+from . import cudnn, nets
 from . import heads
 
 
@@ -193,6 +193,7 @@ def footprint(scenario, spec, device) -> Footprint:
         notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
                      "for backward as well as their output (pytorch/pytorch#64000), so the "
                      "attention scores and the loss's logits are saved twice")
+    notes += cudnn.notes(g)
     notes = plan_warnings(device, precisions=(prec,), attention=scenario.attention,
                           compute=task != "load") + notes
     wb = m["w"] if m["w"] is not None else None
