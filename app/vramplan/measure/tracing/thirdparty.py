@@ -132,8 +132,33 @@ def timm_job(name: str, kwargs: dict, scn):
     timm = require("timm")
     if not timm.list_models(name):
         raise VramplanError(f"timm {timm.__version__} has no model '{name}'")
-    return _vision_job(lambda: timm.create_model(name, pretrained=False, **kwargs), name,
-                       kwargs, scn, "timm")
+    return _vision_job(lambda: _on_meta(lambda: timm.create_model(name, pretrained=False,
+                                                                  **kwargs)),
+                       name, kwargs, scn, "timm")
+
+
+def _on_meta(make):
+    """Under a fake mode: build on the meta device outside it (timm's constructors call
+    `.item()` on tensors, e.g. the stochastic-depth rates, which a fake tensor cannot answer),
+    then give every parameter and buffer a fake storage of its shape (tied ones stay tied).
+    Values are not used."""
+    from torch._guards import active_fake_mode
+    if active_fake_mode() is None:
+        return make()
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+    with unset_fake_temporarily(), torch.device("meta"):
+        model = make()
+    memo = {}
+    for mod in model.modules():
+        for table, param in ((mod._parameters, True), (mod._buffers, False)):
+            for n, t in list(table.items()):
+                if t is None:
+                    continue
+                if id(t) not in memo:
+                    e = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+                    memo[id(t)] = torch.nn.Parameter(e, t.requires_grad) if param else e
+                table[n] = memo[id(t)]
+    return model
 
 
 # -- diffusers ---------------------------------------------------------------------------
