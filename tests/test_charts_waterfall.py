@@ -98,3 +98,17 @@ def test_ui_landscape_is_the_builders_chart():
     from vramplan.ui.explore import landscape_chart
     spec = landscape_chart(DEVICES, "big").to_dict()
     assert [ly["mark"]["type"] for ly in spec["layer"]] == ["circle", "point", "text"]
+
+
+def test_chinese_words():
+    rows = charts.waterfall_rows(ADVICE, peak_bytes=100 * GiB, usable_bytes=40 * GiB,
+                                 lang="zh")
+    assert [r["step"] for r in rows][0] == "当前峰值"
+    assert rows[1]["cost"] == "计算量 +2.6% · 经 PCIe Gen4 x16 传输，步时 +15% · 精度风险中"
+    assert rows[-1]["text"] == "50.0 GiB · 仍超出 10.0 GiB"
+    spec = charts.savings_waterfall_chart(ADVICE, peak_bytes=100 * GiB, usable_bytes=40 * GiB,
+                                          lang="zh").to_dict()
+    assert spec["title"]["text"] == "从当前峰值到装得下（每张 GPU，GiB）"
+    spec = charts.capacity_bandwidth_chart(DEVICES, selected="big", lang="zh").to_dict()
+    assert spec["title"]["text"] == "容量与带宽：数据库中的每一款 GPU"
+    assert spec["layer"][0]["encoding"]["x"]["title"] == "显存容量（GiB，对数坐标）"

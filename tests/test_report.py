@@ -145,7 +145,8 @@ def test_sweep_csv_equals_estimate_at_its_points():
 # ---- Chinese: every word the report says has its entry -------------------------------
 SOURCES = [*sorted(Path(__file__).resolve().parents[1].joinpath(
     "app/vramplan/report").glob("*.py")),
-    Path(__file__).resolve().parents[1] / "app/vramplan/charts/waterfall.py"]
+    Path(__file__).resolve().parents[1] / "app/vramplan/charts/waterfall.py",
+    Path(__file__).resolve().parents[1] / "app/vramplan/charts/gpus.py"]
 
 
 def literal_texts() -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
+from ..i18n import gettext as _t
 from ..units import GiB
 
 # One colour per vendor, the vendors' own hues, so the legend reads at a glance.
@@ -79,38 +80,39 @@ def _vendor_scale(rows: list[dict]):
 
 
 def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None, *,
-                             width: int | str = "container", height: int = 340):
+                             width: int | str = "container", height: int = 340,
+                             lang: str = "en"):
     """Every device as a point: capacity (GiB) against peak bandwidth (GB/s), by vendor.
 
     Both axes are logarithmic (capacities span 8-288 GiB, bandwidths 0.3-8 TB/s). The
     `selected` device id gets a dark ring and its name as a label (left of the point in the
     right half of the x range, else right of it). Tooltips show name, vendor, capacity,
-    memory type, bandwidth and year.
+    memory type, bandwidth and year. `lang`: the words in that language (`vramplan.i18n`).
     """
     import altair as alt
 
     rows = device_rows(devices, selected)
     data = alt.Data(values=rows)
-    x = alt.X("memory_gib:Q", title="Memory capacity (GiB, log scale)",
+    x = alt.X("memory_gib:Q", title=_t("Memory capacity (GiB, log scale)", lang),
               scale=alt.Scale(type="log", nice=False, padding=12),
               axis=alt.Axis(values=[4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 512, 1024],
                             grid=True, labelFlush=False))
-    y = alt.Y("bandwidth_gbs:Q", title="Peak memory bandwidth (GB/s, log scale)",
+    y = alt.Y("bandwidth_gbs:Q", title=_t("Peak memory bandwidth (GB/s, log scale)", lang),
               scale=alt.Scale(type="log", nice=False, padding=12),
               axis=alt.Axis(values=[125, 250, 500, 1000, 2000, 4000, 8000, 16000], grid=True))
     tooltip = [
         alt.Tooltip("name:N", title="GPU"),
-        alt.Tooltip("vendor:N", title="Vendor"),
-        alt.Tooltip("memory_gib:Q", title="Memory (GiB)", format=".0f"),
-        alt.Tooltip("memory_type:N", title="Memory type"),
-        alt.Tooltip("bandwidth_gbs:Q", title="Bandwidth (GB/s)", format=",.0f"),
-        alt.Tooltip("year:O", title="Year"),
+        alt.Tooltip("vendor:N", title=_t("Vendor", lang)),
+        alt.Tooltip("memory_gib:Q", title=_t("Memory (GiB)", lang), format=".0f"),
+        alt.Tooltip("memory_type:N", title=_t("Memory type", lang)),
+        alt.Tooltip("bandwidth_gbs:Q", title=_t("Bandwidth (GB/s)", lang), format=",.0f"),
+        alt.Tooltip("year:O", title=_t("Year", lang)),
         alt.Tooltip("id:N", title="id"),
     ]
     base = alt.Chart(data)
     points = base.mark_circle(size=90, opacity=0.8, stroke="white", strokeWidth=0.8).encode(
         x=x, y=y,
-        color=alt.Color("vendor:N", title="Vendor", scale=_vendor_scale(rows),
+        color=alt.Color("vendor:N", title=_t("Vendor", lang), scale=_vendor_scale(rows),
                         legend=alt.Legend(orient="top-left", fillColor="white",
                                           padding=6, cornerRadius=4)),
         tooltip=tooltip,
@@ -130,8 +132,9 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     return (
         alt.layer(points, *marks)
         .properties(width=width, height=height,
-                    title=alt.Title("Capacity vs bandwidth, every GPU in the database",
-                                    subtitle="ring: the chosen GPU; hover a point for details",
+                    title=alt.Title(_t("Capacity vs bandwidth, every GPU in the database", lang),
+                                    subtitle=_t("ring: the chosen GPU; hover a point for "
+                                                "details", lang),
                                     anchor="start", fontSize=14, subtitleColor="#6b7280"))
         .configure_view(stroke=None)
         .configure_axis(labelColor="#374151", titleColor="#374151", gridColor="#eef0f3",

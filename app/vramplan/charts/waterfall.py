@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ..i18n import gettext as _t
 from . import theme
 
 KIND_COLORS = {
@@ -32,7 +33,6 @@ def cost_text(cost: Any, lang: str = "en") -> str:
     accuracy risk medium · changes the job · 16 GPUs'; 'no extra cost' when every figure is
     zero. `lang`: the words in that language (`vramplan.i18n`; the report's catalogue).
     (The cards' `ui.advisor.cost_text` is a later stage: charts cannot import it.)"""
-    from ..i18n import gettext as _t
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
     parts = []
     if theme.finite(c.get("compute_share")) and c["compute_share"] > 0:
@@ -52,13 +52,13 @@ def cost_text(cost: Any, lang: str = "en") -> str:
     return " · ".join(parts) or _t("no extra cost", lang)
 
 
-def cost_label(cost: Any) -> str:
+def cost_label(cost: Any, lang: str = "en") -> str:
     """A recommendation's cost in a few words: an advisor `Cost` (or its dict) as `cost_text`
     words; a string as is; another dict's `label` / `summary` / `text`, else its items
     ('step_time_fraction': 0.33 -> 'step time +33%'); '' when none."""
     if hasattr(cost, "to_dict") or (isinstance(cost, Mapping) and
                                     any(k in cost for k in ADVISOR_COST_KEYS)):
-        return cost_text(cost)
+        return cost_text(cost, lang)
     if not cost:
         return ""
     if isinstance(cost, str):
@@ -122,7 +122,7 @@ def _plan_steps(advice: Mapping[str, Any], plan: Any) -> tuple[list[dict], int |
 
 def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                    usable_bytes: int | None = None, estimate: Any = None, plan: Any = None,
-                   until_fits: bool = True) -> list[dict]:
+                   until_fits: bool = True, lang: str = "en") -> list[dict]:
     """Bars of the waterfall, top to bottom: "Today" (0 to the peak), one per recommendation
     (from the running total down by its `saves_bytes`), "Combined effect" when a plan's own
     estimate differs from the sum of its steps, and the result (0 to what is left).
@@ -132,12 +132,13 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     `ids`) and optionally its `estimate`; without it every recommendation with a finite
     saving is taken in the advisor's order, stopping once the total fits (`until_fits`).
     Row: order, step, kind, start_gib, end_gib, bytes, text (the saving and the cost in
-    words), label (`text` cut to LABEL_CHARS for the bar), cost, id."""
+    words), label (`text` cut to LABEL_CHARS for the bar), cost, id. `lang`: the words in
+    that language (`vramplan.i18n`)."""
     peak = peak_bytes if theme.finite(peak_bytes) else _device_used(estimate)
     if peak is None:
         return []
     steps, plan_used = _plan_steps(advice, plan)
-    rows = [{"step": "Today's peak", "kind": "today", "from": 0, "to": int(peak), "cost": "",
+    rows = [{"step": _t("Today's peak", lang), "kind": "today", "from": 0, "to": int(peak), "cost": "",
              "id": "today"}]
     at = int(peak)
     for rec in steps:
@@ -147,16 +148,18 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
         if plan is None and until_fits and usable_bytes and at <= usable_bytes:
             break
         new = max(0, at - int(saves))
-        rows.append({"step": rec.get("title") or rec.get("id") or "change",
+        rows.append({"step": rec.get("title") or rec.get("id") or _t("change", lang),
                      "kind": "saving" if saves > 0 else "increase", "from": at, "to": new,
-                     "cost": cost_label(rec.get("cost")), "id": rec.get("id")})
+                     "cost": cost_label(rec.get("cost"), lang), "id": rec.get("id")})
         at = new
     if plan_used is not None and plan_used != at:
-        rows.append({"step": "Combined effect", "kind": "combined", "from": at, "to": plan_used,
-                     "cost": "the plan's own estimate", "id": "combined"})
+        rows.append({"step": _t("Combined effect", lang), "kind": "combined", "from": at,
+                     "to": plan_used, "cost": _t("the plan's own estimate", lang),
+                     "id": "combined"})
         at = plan_used
     fits = usable_bytes is None or at <= usable_bytes
-    rows.append({"step": "After these changes" if len(rows) > 1 else "No change listed",
+    rows.append({"step": _t("After these changes" if len(rows) > 1 else "No change listed",
+                            lang),
                  "kind": "fits" if fits else "does not fit", "from": 0, "to": at, "cost": "",
                  "id": "after"})
     out = []
@@ -165,8 +168,9 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
         if r["kind"] in ("today", "fits", "does not fit"):
             text = f"{r['to'] / theme.GiB:,.1f} GiB"
             if usable_bytes and r["kind"] != "today":
-                text += " · fits" if fits else \
-                    f" · still {(at - usable_bytes) / theme.GiB:,.1f} GiB over"
+                text += " · " + (_t("fits", lang) if fits else _t(
+                    "still {size} GiB over", lang).format(
+                    size=f"{(at - usable_bytes) / theme.GiB:,.1f}"))
         else:
             text = f"{'-' if delta < 0 else '+'}{abs(delta) / theme.GiB:,.1f} GiB"
             if r["cost"]:
@@ -182,7 +186,8 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
 def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                             usable_bytes: int | None = None, gpu_name: str | None = None,
                             estimate: Any = None, plan: Any = None, until_fits: bool = True,
-                            width: int | str = "container", row_height: int = 28):
+                            width: int | str = "container", row_height: int = 28,
+                            lang: str = "en"):
     """Floating horizontal bars (GiB per GPU), one row per step of `waterfall_rows`, with each
     step's saving and cost as a label and a dashed line at the usable memory (`usable_bytes`,
     else the estimate's GPU). The usable memory and GPU name default to `estimate["gpu"]`."""
@@ -192,17 +197,18 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     usable = usable_bytes if theme.finite(usable_bytes) else theme.usable_of(gpu)
     name = gpu_name or gpu.get("name") or "GPU"
     rows = waterfall_rows(advice, peak_bytes=peak_bytes, usable_bytes=usable,
-                          estimate=estimate, plan=plan, until_fits=until_fits)
+                          estimate=estimate, plan=plan, until_fits=until_fits, lang=lang)
     ext = max([r["end_gib"] for r in rows] + [theme.gib(usable) if usable else 0, 1.0])
     order = [r["step"] for r in rows]
     kinds = [k for k in KIND_COLORS if any(r["kind"] == k for r in rows)] or ["today"]
     y = alt.Y("step:N", sort=order, title=None,  # long step names end in "…" (tooltip: all)
               axis=alt.Axis(labelLimit=220, ticks=False, domain=False))
-    x = alt.X("start_gib:Q", title="Device memory at the peak (GiB per GPU)",
+    x = alt.X("start_gib:Q", title=_t("Device memory at the peak (GiB per GPU)", lang),
               scale=alt.Scale(domain=[0, round(ext * 1.55, 3)], nice=False),
               axis=theme.gib_axis())
-    tooltip = [alt.Tooltip("step:N", title="Step"), alt.Tooltip("text:N", title="Effect"),
-               alt.Tooltip("cost:N", title="Cost")]
+    tooltip = [alt.Tooltip("step:N", title=_t("Change", lang)),
+               alt.Tooltip("text:N", title=_t("Effect", lang)),
+               alt.Tooltip("cost:N", title=_t("Cost", lang))]
     base = alt.Chart(alt.Data(values=rows))
     bars = base.mark_bar(height={"band": 0.7}, cornerRadius=2).encode(
         x=x, x2="end_gib:Q", y=y,
@@ -216,20 +222,21 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     layers = []  # the limit line first: bars and labels are drawn over it
     if usable:
         line = [{"usable_gib": theme.gib(usable),
-                 "text": f"{name}: {usable / theme.GiB:,.1f} GiB usable"}]
+                 "text": _t("{gpu}: {size} GiB usable", lang).format(
+                     gpu=name, size=f"{usable / theme.GiB:,.1f}")}]
         lbase = alt.Chart(alt.Data(values=line))
         layers.append(lbase.mark_rule(color=theme.LIMIT_COLOR, strokeWidth=2,
                                       strokeDash=[5, 3]).encode(
-            x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title="Limit")]))
+            x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title=_t("Limit", lang))]))
         layers.append(lbase.mark_text(align="left", dx=4, y=-4, baseline="bottom",
                                       color=theme.LIMIT_COLOR).encode(
             x="usable_gib:Q", text="text:N"))
     layers += [bars, labels]
     n = sum(r["kind"] in ("saving", "increase") for r in rows)
-    sub = (f"{n} change(s); savings as the advisor estimates each one" if plan is None else
-           "one plan's changes applied in turn")
+    sub = (_t("{n} change(s); savings as the advisor estimates each one", lang).format(n=n)
+           if plan is None else _t("one plan's changes applied in turn", lang))
     return theme.finish(alt.layer(*layers),
-                        title_text="From today's peak to what fits (GiB per GPU)",
+                        title_text=_t("From today's peak to what fits (GiB per GPU)", lang),
                         subtitle=sub, width=width, height=max(2, len(rows)) * row_height)
 
 

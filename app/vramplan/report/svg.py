@@ -28,7 +28,7 @@ def specs(r: Report) -> list[tuple[str, dict]]:
             r.plan or not r.fits):
         out.append(("savings", C.savings_waterfall_chart(adv, estimate=est, plan=r.plan,
                                                          usable_bytes=usable, gpu_name=name,
-                                                         width=WIDTH)))
+                                                         width=WIDTH, lang=r.lang)))
     bw = est.get("bandwidth") or {}
     if bw.get("bytes_per_step") or bw.get("needed_bandwidth_gbs"):
         out.append(("bandwidth", C.bandwidth_chart(est, gpu_name=name, width=WIDTH)))
