@@ -22,7 +22,7 @@ def specs(r: Report) -> list[tuple[str, dict]]:
     out = []
     if pg.get("components"):
         out.append(("breakdown", C.breakdown_chart(pg["components"], usable, gpu_name=name,
-                                                   fits=r.fits, width=WIDTH)))
+                                                   fits=r.fits, width=WIDTH, lang=r.lang)))
     adv = r.advice or {}
     if any((x.get("saves_bytes") or 0) > 0 for x in adv.get("recommendations") or []) and (
             r.plan or not r.fits):
