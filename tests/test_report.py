@@ -186,3 +186,14 @@ def test_a_chinese_report_leaves_nothing_in_english(monkeypatch):
         md = to_markdown(build(plan, lang="zh"))
         assert "显存规划" in md
     assert sorted(set(missed)) == []
+
+
+def test_chinese_html_charts():
+    pytest.importorskip("vl_convert")
+    est = {**EST, "fits": False, "headroom_bytes": -6 * GiB,
+           "per_gpu": {**EST["per_gpu"], "device_used_bytes": 30 * GiB}}
+    page = to_html(assemble(est, DEVICE, advice=ADVICE, lang="zh"))
+    assert page.startswith("<!doctype html>\n<html lang='zh-Hans'>")
+    assert "<h2>建议</h2>" in page
+    # the savings waterfall, drawn in Chinese: 30 GiB today, -3 GiB for checkpointing
+    assert "从当前峰值到装得下" in page and "-3.0 GiB · 计算量 +33%" in page
