@@ -215,6 +215,17 @@ class BatchVariants:
     def get(self, b: int):
         """The Scenario at batch b, or the ScenarioError that refuses it."""
         if self.fast and self.lo <= b <= self.hi and b not in self.cache:
-            self.cache[b] = dataclasses.replace(self.sc, batch_size=b)
+            self.cache[b] = with_batch(self.sc, b)
         self._slow(b)
         return self.cache[b]
+
+
+def with_batch(sc, b: int):
+    """`dataclasses.replace(sc, batch_size=b)` for a Scenario (a frozen dataclass without
+    __post_init__: the same fields, one changed), in a microsecond instead of ~10."""
+    if hasattr(sc, "__post_init__"):
+        return dataclasses.replace(sc, batch_size=b)
+    new = object.__new__(type(sc))
+    new.__dict__.update(sc.__dict__)
+    object.__setattr__(new, "batch_size", b)
+    return new
