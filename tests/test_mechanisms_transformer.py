@@ -67,3 +67,24 @@ def test_config_dropout_decides_not_the_model_type():
     with_drop, _ = layer_coeffs(arch, k)
     no_drop, _ = layer_coeffs(replace(arch, hidden_dropout=0.0), k)
     assert with_drop - no_drop == 2
+
+
+def _qwen(**kw) -> dict:
+    d = {"model": "Qwen/Qwen2.5-0.5B", "task": "train", "batch_size": 1, "seq_len": 1024,
+         "precision": "bf16", "optimizer": "adamw", "attention": "flash",
+         "checkpointing": "none", "options": ["chunked-loss"], "gpu": "nvidia-a100-sxm4-80gb"}
+    d.update(kw)
+    return d
+
+
+def test_output_projection_gradient_is_live_from_the_start_of_backward():
+    """Backward starts at the loss, so the (tied) output projection's weight gradient, vocab x
+    hidden in the parameter dtype, exists at the backward peak when gradients are freed
+    between steps; with gradient accumulation all gradients are there anyway."""
+    est = estimate(_qwen(), with_max_batch=False)
+    arch = get_model("Qwen/Qwen2.5-0.5B").arch
+    assert arch.tied_embeddings and (arch.vocab, arch.hidden) == (151936, 896)
+    assert est.footprint.phases["backward"]["gradients"] == 2 * 151936 * 896 == 272269312
+    acc = estimate(_qwen(gradient_accumulation=2), with_max_batch=False)
+    assert acc.footprint.phases["backward"]["gradients"] == \
+        acc.footprint.phases["optimizer-step"]["gradients"]

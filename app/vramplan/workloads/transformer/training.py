@@ -11,7 +11,7 @@ from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype
 from ..base import Footprint
 from . import sharding, traffic
-from .activations import layer_coeffs, saves_output, selective_coeff
+from .activations import layer_coeffs, saves_output, selective_coeff, upcasts_softmax
 from .lora import lora_modules
 
 
@@ -160,12 +160,14 @@ class Training:
             # it is held through the whole backward before its update can run
             held_grad = tb * (self.embed_g if a.tied_embeddings and not lora else largest)
         ckpt_cache = cast_cache if ckpt != "full" else 0
+        head_grad, bwd_extra = self._head_grad(T, tb, logits, bwd_tmp, lora,
+                                               persist or in_bwd or L.zero >= 2)
         fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
                    "optimizer_states": states, "activations": int(acts),
                    "temporary": cast_cache + fsdp_ws}
-        bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad,
+        bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad + head_grad,
                "optimizer_states": states,
-               "activations": int(acts + max(logits, bwd_tmp)),
+               "activations": int(acts + bwd_extra),
                "temporary": ckpt_cache + fsdp_ws}
         phases = {"forward": fwd_end, "backward": bwd}
         if not in_bwd and optim != "none":
@@ -212,6 +214,26 @@ class Training:
             fp.bandwidth["host_link_bytes_per_step"] = int(
                 2 * self.params_g * pb / max(1, group))   # each shard in, forward and backward
         return fp
+
+    def _head_grad(self, T, tb, logits, bwd_tmp, lora, held_elsewhere) -> tuple[int, float]:
+        """(the output projection's weight gradient at the backward peak, the activation bytes
+        beside it). Backward starts at the loss, so the head's weight gradient is the first one
+        made; with gradients freed between steps (set_to_none) and kept whole (no ZeRO-2/3) it
+        stays live from then on. A chunked loss projects chunk by chunk, so it appears while
+        every other chunk's saved logits are alive; after a whole-vocabulary cross-entropy its
+        buffers are gone and the logits' gradient (16-bit, cast back) remains beside it."""
+        a = self.arch
+        if not self.last or lora or held_elsewhere or a.kind == "encoder" or not logits:
+            return 0, max(logits, bwd_tmp)
+        g = int(tb * self._head / self.L.tensor)
+        self.notes.append("backward: the output projection's weight gradient is made first (right "
+                          "after the loss) and stays live through the rest of backward")
+        if "chunked-loss" in self.opts:
+            return g, max(logits, bwd_tmp)
+        V = a.vocab // (self.L.tensor if "loss-parallel" in self.opts else 1)
+        upcast = self.p == 4 or self.mixed or upcasts_softmax(a.model_type)
+        at_head = self.p * T * V + (0 if upcast else self.p * T * V)
+        return g, max(logits - g, at_head, bwd_tmp)
 
     def _kernel_notes(self, k) -> None:
         """Say which of the config's kernel facts changed the saved activations."""
