@@ -1,5 +1,9 @@
-"""Transformer-family published cases: every expressible case estimated; median <= 10 %,
-p90 <= 25 % of |estimate - measured| / measured."""
+"""Published measured cases (tests/data/public_cases.jsonl) on |estimate - measured| / measured.
+
+Transformers: median <= 6 %, p90 <= 15 %; vision + diffusion: median <= 5 %, p90 <= 20 %
+(today 5.0 % / 14.8 % and 3.8 % / 17.2 %). Issue 11's target for all 64 cases, median <= 5 % and
+p90 <= 15 %, is not met yet (5.02 % / 17.2 %; docs/accuracy.md says which cases and why), so
+the all-cases test holds today's level and names the target."""
 import sys
 from pathlib import Path
 
@@ -12,13 +16,13 @@ def test_transformer_fidelity():
     assert not [g for g in res["gaps"] if g["expressible"]], res["gaps"]
     s = fidelity._stats([r["error"] for r in res["cases"] if r["expressible"]])
     assert s["n"] >= 30
-    assert s["median"] <= 0.10, s
-    assert s["p90"] <= 0.25, s
+    assert s["median"] <= 0.06, s
+    assert s["p90"] <= 0.15, s
 
 
 def test_vision_and_diffusion_fidelity():
-    """Issue target for the non-transformer families together: every expressible vision and
-    diffusion case estimated; median <= 15 %, p90 <= 30 %."""
+    """The non-transformer families together: every expressible vision and diffusion case
+    estimated; median <= 5 %, p90 <= 20 %."""
     cases, gaps = [], []
     for fam in ("vision", "diffusion"):
         res = fidelity.run(fam)
@@ -27,5 +31,15 @@ def test_vision_and_diffusion_fidelity():
     assert not gaps, gaps
     s = fidelity._stats([r["error"] for r in cases if r["expressible"]])
     assert s["n"] >= 20
-    assert s["median"] <= 0.15, s
-    assert s["p90"] <= 0.30, s
+    assert s["median"] <= 0.05, s
+    assert s["p90"] <= 0.20, s
+
+
+def test_all_published_cases():
+    """Every case, expressible or not (issue 11 target: median <= 5 %, p90 <= 15 %; held at
+    today's 5.1 % / 17.5 % until the misses docs/accuracy.md names are closed)."""
+    res = fidelity.run("all")
+    s = res["summary"]["all"]
+    assert s["n"] == 64 and not res["gaps"], res["gaps"]
+    assert s["median"] <= 0.051, s
+    assert s["p90"] <= 0.175, s
