@@ -93,3 +93,100 @@ def test_make_app_and_the_command_bind_loopback():
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "--Voila.ip=127.0.0.1" in r.stdout and "cull_idle_timeout=" in r.stdout
     assert "vramplan.commands.voila_server" in r.stdout
+
+
+def test_start_queue_lets_pages_start_in_turn():
+    import asyncio
+
+    from vramplan.commands.voila_server import StartQueue, queue_script
+
+    async def scenario():
+        q = StartQueue(2)
+        t = [q.take() for _ in range(5)]
+        assert [x.done() for x in t] == [True, True, False, False, False]
+        assert [q.ahead(x) for x in t] == [None, None, 0, 1, 2]
+        q.give_back(t[0])                      # a page is sent: the first waiting one starts
+        assert t[2].done() and q.running == 2
+        assert [q.ahead(x) for x in t[3:]] == [0, 1]
+        q.give_back(t[3])                      # a visitor who leaves while waiting
+        assert t[3].cancelled() and q.ahead(t[4]) == 0 and q.running == 2
+        for x in (t[1], t[2]):
+            q.give_back(x)
+        assert t[4].done() and q.running == 1 and not q.waiting
+        q.give_back(t[4])
+        assert q.running == 0
+
+    asyncio.run(scenario())
+    assert "2 visitors ahead of you" in queue_script(2)
+    assert "1 visitor ahead of you" in queue_script(1)
+    assert "you are next" in queue_script(0)
+
+
+def test_pages_beyond_the_start_slots_wait_in_turn_and_say_so():
+    import threading
+    # one page starts at a time: the other two wait, their spinner telling them their place
+    with app_server(app_args=("--start-slots", "1"), log_name="voila-queue.log") as (base, _):
+        pages: list = [None] * 3
+
+        def visit(i):
+            pages[i] = get(base + "/", timeout=240)
+
+        threads = [threading.Thread(target=visit, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=260)
+    assert all(p is not None and p[0] == 200 for p in pages), [p and p[0] for p in pages]
+    # every page got the planner's output (the cell's output bundle)
+    assert all('cell-output+json">' in body for _, body in pages)
+    lines = ["ahead of you" in body or "you are next" in body for _, body in pages]
+    assert sorted(lines) == [False, True, True], lines
+    assert any("1 visitor ahead of you" in body for _, body in pages)
+
+
+def test_a_page_whose_kernel_gives_no_output_says_so(tmp_path):
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    import json
+    from playwright.sync_api import sync_playwright
+    nb = tmp_path / "slow.ipynb"   # a notebook that outlives its 2 s cell timeout
+    nb.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "slow", "metadata": {},
+                   "outputs": [], "source": "import time\ntime.sleep(30)\nprint('late')"}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+    with app_server("--VoilaExecutor.timeout=2", app_args=("--notebook", str(nb)),
+                    log_name="voila-nooutput.log") as (base, _):
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            page.goto(base + "/", timeout=120_000)
+            box = page.locator(".vp-start-failed")
+            box.wait_for(timeout=120_000)
+            assert "Reload the page" in box.inner_text()
+            browser.close()
+
+
+def test_preheated_kernels_serve_the_visitors_link():
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    from playwright.sync_api import sync_playwright
+
+    from vramplan.hardware import default_db
+    name = default_db().get("nvidia-rtx-4060").name
+    log = "voila-preheat.log"
+    with app_server(app_args=("--preheat", "1"), log_name=log) as (base, proc):
+        log_path = ROOT / "test-artifacts" / log
+        assert wait_until(lambda: "is filled with" in log_path.read_text(), timeout=180)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            # before the fix the preheated kernel waited for its visitor twice: no page, ever
+            page.goto(base + "/?gpu=nvidia-rtx-4060", timeout=120_000)
+            page.wait_for_selector(".vp-verdict", timeout=60_000)
+            assert name in page.locator(".vp-verdict-title").inner_text()
+            browser.close()
+        assert "Using pre-heated kernel" in log_path.read_text()

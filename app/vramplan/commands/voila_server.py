@@ -20,8 +20,9 @@ builds that command line). What it changes of plain Voila, and why:
   8 kernels importing at once on two cores that fails every page. `timeout_args` gives 60 s.
 - **Pages start in turn.** 16 pages arriving together on two cores all timed out (each kernel
   got 1/8 of a core). At most `start_slots` pages (default: one per CPU) start their kernel and
-  run the notebook at a time; the others wait in arrival order (`StartQueue`) with the page
-  already sent, its spinner saying how many visitors are ahead. A page whose notebook still
+  run the notebook at a time, a turn lasting until the page's browser has connected to its
+  kernel; the others wait in arrival order (`StartQueue`) with the page already sent, its
+  spinner saying how many visitors are ahead. A page whose notebook still
   gives no output says so and asks for a reload (the template), never a blank page.
 - **Memory back.** After kernels shut down, the server process hands freed heap back to the
   system (`malloc_trim`), so a burst of visitors does not leave a high-water mark.
@@ -45,6 +46,7 @@ CULL_INTERVAL_S = 30       # how often idle kernels are looked for
 IOPUB_TIMEOUT_S = 60       # the first output of a kernel that starts while others do
 STARTUP_TIMEOUT_S = 120    # kernel start under load
 START_SLOTS = max(1, os.cpu_count() or 1)   # pages starting at once (kernel import + first run)
+CONNECT_WAIT_S = 30        # a sent page keeps its turn until its browser connects, this long at most
 
 
 def is_loopback(ip: str) -> bool:
@@ -177,6 +179,19 @@ class QueuedKernels:
     def ahead(self) -> int | None:
         return None if self.ticket is None else self.queue.ahead(self.ticket)
 
+    async def done_when_connected(self, timeout_s: float = CONNECT_WAIT_S) -> None:
+        """The page is sent; its browser still loads the widgets: the turn ends when the page
+        connects to its kernel (or the kernel is gone, or after `timeout_s`)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout_s
+        connections = getattr(self._km, "_kernel_connections", {})
+        try:
+            while loop.time() < end and self.kernel_id in self._km \
+                    and not connections.get(self.kernel_id, 0):
+                await asyncio.sleep(0.25)
+        finally:
+            self.done()
+
     def done(self) -> None:
         """The page is sent (or its visitor left): the next page's turn."""
         if self.ticket is not None:
@@ -270,17 +285,21 @@ def _app_class():
             self.xsrf_token  # noqa: B018 (reading it sets the cookie)
             self._vp_kernels = kernels = QueuedKernels(self.settings["kernel_manager"],
                                                        self.settings["vramplan_start_queue"])
-            announcer = None
+            announcer, sent = None, False
             try:
                 async for html in self.get_generator(path=path):
                     self.write(html)
                     self.flush()
                     if announcer is None and 'id="loading_text"' in html:
                         announcer = asyncio.ensure_future(self._announce(kernels))
+                sent = True
             finally:
                 if announcer is not None:
                     announcer.cancel()
-                kernels.done()
+                if sent and kernels.started:  # the browser's widget loading is part of the turn
+                    asyncio.ensure_future(kernels.done_when_connected())
+                else:
+                    kernels.done()
 
         async def _announce(self, kernels: QueuedKernels) -> None:
             """While the page waits for its turn, keep its spinner's line up to date."""
