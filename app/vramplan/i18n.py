@@ -113,8 +113,8 @@ def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
         if "{" not in key:
             continue
         parts = re.split(r"\{(\w+)\}", key)
-        if len(parts) < 3:
-            continue
+        if len(parts) < 3 or len(re.findall(r"[A-Za-z]", "".join(parts[::2]))) < 6:
+            continue                  # too little fixed text to tell a message by it
         rx, seen = "", set()
         for i, part in enumerate(parts):
             if i % 2 == 0:
@@ -142,7 +142,7 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
         m = rx.fullmatch(text)
         if m:
             try:
-                return target.format(**{k: translate_message(v, lang)
+                return target.format(**{k: translate_message(v, lang) if k in NESTED else v
                                         for k, v in m.groupdict().items()})
             except (KeyError, IndexError, ValueError):
                 return text
@@ -154,6 +154,7 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
     return text
 
 
+NESTED = ("message", "error", "why")   # placeholders that hold a message of their own
 _KEYED = re.compile(r"((?:scenario key )?'?[\w.\[\]-]+'?): (.+)", re.S)
 
 

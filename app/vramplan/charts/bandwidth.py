@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..i18n import gettext
 from . import theme
 
 # scenario precision -> the dense throughput key of the hardware database it computes in
@@ -51,7 +52,7 @@ def arithmetic_intensity(bw: Mapping[str, Any]) -> float | None:
     return ai
 
 
-def bandwidth_rows(bandwidth: Any) -> list[dict]:
+def bandwidth_rows(bandwidth: Any, lang: str = "en") -> list[dict]:
     """Bars: needed (if known), achievable, datasheet, in GB/s. Row: key, label, gbs, color,
     text."""
     bw = bandwidth_of(bandwidth)
@@ -60,22 +61,24 @@ def bandwidth_rows(bandwidth: Any) -> list[dict]:
     need = needed_gbs(bw)
     if need is not None:
         over = ach is not None and need > ach
-        rows.append({"key": "needed", "label": "Needed to keep compute busy", "gbs": need,
+        rows.append({"key": "needed", "label": gettext("Needed to keep compute busy", lang),
+                     "gbs": need,
                      "color": theme.NO_FIT_COLOR if over else theme.FIT_COLOR})
     if ach is not None:
-        rows.append({"key": "achievable", "label": "Achievable (sustained)", "gbs": ach,
+        rows.append({"key": "achievable", "label": gettext("Achievable (sustained)", lang),
+                     "gbs": ach,
                      "color": theme.CHOSEN_COLOR})
     peak = _num(bw, "datasheet_bandwidth_gbs")
     if peak is not None:
-        rows.append({"key": "datasheet", "label": "Datasheet peak", "gbs": peak,
+        rows.append({"key": "datasheet", "label": gettext("Datasheet peak", lang), "gbs": peak,
                      "color": theme.NEUTRAL_COLOR})
     for r in rows:
         r["gbs"] = round(r["gbs"], 1)
         r["text"] = f"{r['gbs']:,.0f} GB/s"
         if r["key"] == "needed" and ach:
             ratio = r["gbs"] / ach
-            r["text"] += f" · {ratio:,.0f}x achievable" if ratio >= 10 else \
-                f" · {ratio:.2g}x achievable"
+            r["text"] += " · " + gettext("{ratio}x achievable", lang).format(
+                ratio=f"{ratio:,.0f}" if ratio >= 10 else f"{ratio:.2g}")
     return rows
 
 
@@ -86,14 +89,16 @@ def _ms(s: float) -> str:
 
 
 def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
-                    width: int | str = "container", height: int = 130):
+                    width: int | str = "container", height: int = 130, lang: str = "en"):
     """Horizontal bars in GB/s (decimal, as vendors quote): the bandwidth the step needs to run
     at compute speed (green when the GPU sustains it, vermillion when not), the achievable
     and the datasheet bandwidth. The subtitle gives bytes per step and the step-time floors."""
     import altair as alt
 
+    def t(text: str) -> str:
+        return gettext(text, lang)
     bw = bandwidth_of(bandwidth)
-    rows = bandwidth_rows(bw)
+    rows = bandwidth_rows(bw, lang)
     vals = [r["gbs"] for r in rows] or [1.0]
     log = max(vals) / min(vals) > 20      # decode needs 100-1000x what HBM gives
     top = max(vals) * (6 if log else 1.3)
@@ -102,21 +107,23 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
         r["base"] = lo      # bars start at the axis start (a log axis has no zero)
     notes = []
     if _num(bw, "bytes_per_step"):
-        notes.append(f"{bw['bytes_per_step'] / theme.GiB:,.2f} GiB moved per step")
+        notes.append(t("{size} GiB moved per step").format(
+            size=f"{bw['bytes_per_step'] / theme.GiB:,.2f}"))
     mem = _num(bw, "memory_floor_s")
     if mem is None and not _num(bw, "compute_floor_s"):
         mem = _num(bw, "min_step_time_s")   # without a compute floor it is the memory floor
     if mem:
-        notes.append(f"memory floor {_ms(mem)}/step")
+        notes.append(t("memory floor {time}/step").format(time=_ms(mem)))
     if _num(bw, "compute_floor_s"):
-        notes.append(f"compute floor {_ms(bw['compute_floor_s'])}/step")
+        notes.append(t("compute floor {time}/step").format(time=_ms(bw["compute_floor_s"])))
     if bw.get("bound"):
-        notes.append(f"{bw['bound']}-bound")
+        notes.append(t(f"{bw['bound']}-bound"))
     if needed_gbs(bw) is None:
-        notes.append("need unknown (no FLOP count for this workload)")
+        notes.append(t("need unknown (no FLOP count for this workload)"))
     y = alt.Y("label:N", sort=[r["label"] for r in rows], title=None,
               axis=alt.Axis(ticks=False, domain=False, labelLimit=220))
-    x = alt.X("gbs:Q", title="Memory bandwidth (GB/s" + (", log scale)" if log else ")"),
+    x = alt.X("gbs:Q", title=t("Memory bandwidth (GB/s, log scale)") if log else
+              t("Memory bandwidth (GB/s)"),
               scale=alt.Scale(type="log", domain=[lo, round(top, 1)], nice=False)
               if log else alt.Scale(domain=[0, round(top, 1)], nice=False),
               axis=alt.Axis(grid=True, tickCount=6, format=",~g" if log else ",.0f"))
@@ -125,12 +132,13 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
                        range=[r["color"] for r in rows] or [theme.CHOSEN_COLOR])
     bars = base.mark_bar(height={"band": 0.7}, cornerRadiusEnd=2).encode(
         x=x, x2="base:Q", y=y, color=alt.Color("key:N", scale=colors, legend=None),
-        tooltip=[alt.Tooltip("label:N", title="Bandwidth"),
+        tooltip=[alt.Tooltip("label:N", title=t("Bandwidth")),
                  alt.Tooltip("gbs:Q", title="GB/s", format=",.1f")])
     text = base.mark_text(align="left", dx=4).encode(x="gbs:Q", y=y, text="text:N")
-    name = f" on {gpu_name}" if gpu_name else ""
     return theme.finish(alt.layer(bars, text),
-                        title_text=f"Bandwidth needed vs achievable{name} (GB/s)",
+                        title_text=t("Bandwidth needed vs achievable on {gpu} (GB/s)").format(
+                            gpu=gpu_name) if gpu_name else
+                        t("Bandwidth needed vs achievable (GB/s)"),
                         subtitle="; ".join(notes) or None, width=width, height=height)
 
 
@@ -148,7 +156,8 @@ def compute_ceiling(device: Any, precision: str | None) -> tuple[str | None, flo
     return None, None
 
 
-def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None) -> dict:
+def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None,
+                  lang: str = "en") -> dict:
     """The roofline's numbers: {"roof": [{intensity, tflops, ceiling}...], "point": [...] or [],
     "ridge", "peak_tflops", "throughput_key", "bandwidth_gbs", "intensity"}.
 
@@ -183,15 +192,18 @@ def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None) -> 
         bound = bw.get("bound") or ("memory" if ridge and ai < ridge else
                                     "compute" if ridge else ("memory" if tbs else "compute"))
         point.append({"intensity": ai, "tflops": attain, "bound": bound,
-                      "text": f"this step: {ai:,.3g} FLOP/B, {bound}-bound"})
-    return {"roof": [{**r, "intensity": float(f"{r['intensity']:.6g}"),
+                      "bound_label": gettext(f"{bound}-bound", lang),
+                      "text": gettext("this step: {ai} FLOP/B, {bound}", lang).format(
+                          ai=f"{ai:,.3g}", bound=gettext(f"{bound}-bound", lang))})
+    return {"roof": [{**r, "ceiling_label": gettext(r["ceiling"], lang),
+                      "intensity": float(f"{r['intensity']:.6g}"),
                       "tflops": float(f"{r['tflops']:.6g}")} for r in roof],
             "point": point, "ridge": ridge, "peak_tflops": peak, "throughput_key": key,
             "bandwidth_gbs": gbs, "intensity": ai, "domain": [lo, hi]}
 
 
 def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
-                   width: int | str = "container", height: int = 300):
+                   width: int | str = "container", height: int = 300, lang: str = "en"):
     """Log-log roofline of the chosen GPU: attainable TFLOPS against arithmetic intensity
     (FLOPs per byte of device memory traffic). The slanted roof is the achievable bandwidth,
     the flat one the dense TFLOPS: the estimate's `peak_tflops` (for its compute dtype), or,
@@ -206,20 +218,22 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
                           if isinstance(est.get("scenario"), Mapping) else None)
     if precision is None and not _num(bw, "peak_tflops") and not bw.get("compute_dtype"):
         precision = scenario_precision
-    r = roofline_rows(bw, device, precision)
+    def t(text: str) -> str:
+        return gettext(text, lang)
+    r = roofline_rows(bw, device, precision, lang)
     lo, hi = r["domain"]
     ys = [p["tflops"] for p in r["roof"] + r["point"]] or [1.0]
     y_dom = [min(ys) / 2, max(ys) * 3]
-    x = alt.X("intensity:Q", title="Arithmetic intensity (FLOPs per byte, log scale)",
+    x = alt.X("intensity:Q", title=t("Arithmetic intensity (FLOPs per byte, log scale)"),
               scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
               axis=alt.Axis(grid=True, format=",~g"))
-    y = alt.Y("tflops:Q", title="Attainable throughput (TFLOPS, log scale)",
+    y = alt.Y("tflops:Q", title=t("Attainable throughput (TFLOPS, log scale)"),
               scale=alt.Scale(type="log", domain=y_dom, nice=False),
               axis=alt.Axis(grid=True, format=",~g"))
     layers = [alt.Chart(alt.Data(values=r["roof"])).mark_line(
         color=theme.INK, strokeWidth=2.5).encode(
         x=x, y=y, order="intensity:Q",
-        tooltip=[alt.Tooltip("ceiling:N", title="Ceiling"),
+        tooltip=[alt.Tooltip("ceiling_label:N", title=t("Ceiling")),
                  alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
                  alt.Tooltip("tflops:Q", title="TFLOPS", format=",.3g")])]
     tags = []  # each ceiling named on the chart, at its left end
@@ -227,11 +241,13 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
     if tbs:
         at = lo * 2
         tags.append({"intensity": at, "tflops": float(f"{min(at * tbs, r['peak_tflops'] or at * tbs):.6g}"),
-                     "text": f"memory: {r['bandwidth_gbs']:,.0f} GB/s", "below": True})
+                     "text": t("memory: {rate} GB/s").format(rate=f"{r['bandwidth_gbs']:,.0f}"),
+                     "below": True})
     if r["peak_tflops"]:
         at = max(r["ridge"] or lo, lo) * 1.5
         tags.append({"intensity": float(f"{at:.6g}"), "tflops": r["peak_tflops"],
-                     "text": f"compute: {r['peak_tflops']:,.0f} TFLOPS {r['throughput_key']}",
+                     "text": t("compute: {rate} TFLOPS {dtype}").format(
+                         rate=f"{r['peak_tflops']:,.0f}", dtype=r["throughput_key"]),
                      "below": False})
     if tags:  # the slope's name under it (the line rises to the right), the flat one's above
         tbase = alt.Chart(alt.Data(values=tags))
@@ -240,19 +256,21 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
             for below, dy, base in ((True, 8, "top"), (False, -6, "bottom"))]
     notes = []
     if r["bandwidth_gbs"]:
-        notes.append(f"memory roof {r['bandwidth_gbs']:,.0f} GB/s achievable")
+        notes.append(t("memory roof {rate} GB/s achievable").format(
+            rate=f"{r['bandwidth_gbs']:,.0f}"))
     if r["peak_tflops"]:
-        notes.append(f"compute roof {r['peak_tflops']:,.1f} TFLOPS dense {r['throughput_key']}")
+        notes.append(t("compute roof {rate} TFLOPS dense {dtype}").format(
+            rate=f"{r['peak_tflops']:,.1f}", dtype=r["throughput_key"]))
     else:
-        notes.append(f"no dense {precision or bw.get('compute_dtype') or 'bf16'} figure "
-                     "for this GPU")
+        notes.append(t("no dense {dtype} figure for this GPU").format(
+            dtype=precision or bw.get("compute_dtype") or "bf16"))
     if r["ridge"]:
-        notes.append(f"ridge at {r['ridge']:,.0f} FLOP/B")
+        notes.append(t("ridge at {ai} FLOP/B").format(ai=f"{r['ridge']:,.0f}"))
     if r["point"]:
         pbase = alt.Chart(alt.Data(values=r["point"]))
         tips = [alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
-                alt.Tooltip("tflops:Q", title="Attainable TFLOPS", format=",.3g"),
-                alt.Tooltip("bound:N", title="Bound")]
+                alt.Tooltip("tflops:Q", title=t("Attainable TFLOPS"), format=",.3g"),
+                alt.Tooltip("bound_label:N", title=t("Bound"))]
         layers.append(pbase.mark_point(size=140, filled=True, color=theme.CHOSEN_COLOR,
                                        stroke="white", strokeWidth=1.5).encode(
             x=x, y=y, tooltip=tips))
@@ -262,8 +280,9 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
                                       dx=-8 if right else 8, dy=8, fontWeight="bold",
                                       color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="text:N"))
     else:
-        notes.append("no FLOP count: the workload's point is not drawn")
+        notes.append(t("no FLOP count: the workload's point is not drawn"))
     dev = theme.as_dict(device)
-    name = f" of {dev.get('name')}" if dev.get("name") else ""
-    return theme.finish(alt.layer(*layers), title_text=f"Roofline{name} (TFLOPS vs FLOP/byte)",
+    return theme.finish(alt.layer(*layers), title_text=t(
+        "Roofline of {gpu} (TFLOPS vs FLOP/byte)").format(gpu=dev.get("name"))
+        if dev.get("name") else t("Roofline (TFLOPS vs FLOP/byte)"),
                         subtitle="; ".join(notes), width=width, height=height)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
+from ..i18n import gettext
 from . import theme
 
 SELECTION = "gpu_pick"
@@ -19,20 +20,23 @@ METRICS = {
 }
 
 
-def _text(r: Mapping[str, Any], metric: str) -> str:
+def _text(r: Mapping[str, Any], metric: str, lang: str = "en") -> str:
     if metric == "max_batch":
-        return f"{r['max_batch_size']:,}" if r["max_batch_size"] else "0 (batch 1 does not fit)"
+        return f"{r['max_batch_size']:,}" if r["max_batch_size"] else \
+            gettext("0 (batch 1 does not fit)", lang)
     if metric == "usable":
         return f"{r['usable_gib']:,.1f} GiB"
     h = r["headroom_gib"]
-    text = f"+{h:,.1f} GiB" if h >= 0 else f"short {-h:,.1f} GiB"
+    text = f"+{h:,.1f} GiB" if h >= 0 else \
+        gettext("short {size}", lang).format(size=f"{-h:,.1f} GiB")
     if r.get("gpus_needed") and r["gpus_needed"] > 1:
-        text += f" · needs {r['gpus_needed']} GPUs"
+        text += " · " + gettext("needs {n} GPUs", lang).format(n=r["gpus_needed"])
     return text
 
 
 def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroom",
-                    selected: str | None = None, top: int | None = None) -> list[dict]:
+                    selected: str | None = None, top: int | None = None,
+                    lang: str = "en") -> list[dict]:
     """Chart rows, best first by `metric` ("headroom", "max_batch" or "usable"), ties by name.
 
     Input rows: {"id", "name", "vendor", "usable_bytes", "fits", "headroom_bytes",
@@ -65,7 +69,8 @@ def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroo
         row["value"] = row[METRICS[metric][0]]
         if row["value"] is None:
             continue
-        row["text"] = _text(row, metric)
+        row["text"] = _text(row, metric, lang)
+        row["status_label"] = gettext(row["status"], lang)
         row["label_x"] = max(row["value"], 0)
         out.append(row)
     out.sort(key=lambda r: (-r["value"], r["name"]))
@@ -80,7 +85,8 @@ def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroo
 
 def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroom",
                          selected: str | None = None, top: int | None = None,
-                         width: int | str = "container", row_height: int = 18):
+                         width: int | str = "container", row_height: int = 18,
+                         lang: str = "en"):
     """Horizontal bars, one per GPU (`row_height` px each: a pixel height, since Vega-Lite drops
     a step height under `width="container"` with a warning), sorted best first by `metric`: headroom (GiB, bars run
     left of zero for GPUs the plan does not fit), max batch size, or usable memory. Colour:
@@ -89,8 +95,11 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
     (read back with `picked_ids`); double-click clears."""
     import altair as alt
 
-    data = comparison_rows(rows, metric=metric, selected=selected, top=top)
+    def t(text: str) -> str:
+        return gettext(text, lang)
+    data = comparison_rows(rows, metric=metric, selected=selected, top=top, lang=lang)
     field, axis_title, title_text = METRICS[metric]
+    axis_title, title_text = t(axis_title), t(title_text)
     vals = [r["value"] for r in data] or [0]
     lo, hi = min(0, min(vals)), max(0, max(vals))
     span = (hi - lo) or 1
@@ -107,17 +116,18 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
     pick = alt.selection_point(name=SELECTION, fields=["id"], on="click", clear="dblclick")
     present = [s for s in ("fits", "does not fit") if any(r["status"] == s for r in data)]
     colors = {"fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR}
-    tips = [alt.Tooltip("name:N", title="GPU"), alt.Tooltip("vendor:N", title="Vendor"),
-            alt.Tooltip("status:N", title="Plan"),
-            alt.Tooltip("usable_gib:Q", title="Usable (GiB)", format=",.1f"),
-            alt.Tooltip("headroom_gib:Q", title="Headroom (GiB)", format=",.1f"),
-            alt.Tooltip("gpus_needed:Q", title="GPUs needed"),
-            alt.Tooltip("max_batch_size:Q", title="Max batch size", format=","),
+    tips = [alt.Tooltip("name:N", title="GPU"), alt.Tooltip("vendor:N", title=t("Vendor")),
+            alt.Tooltip("status_label:N", title=t("Plan")),
+            alt.Tooltip("usable_gib:Q", title=t("Usable (GiB)"), format=",.1f"),
+            alt.Tooltip("headroom_gib:Q", title=t("Headroom (GiB)"), format=",.1f"),
+            alt.Tooltip("gpus_needed:Q", title=t("GPUs needed")),
+            alt.Tooltip("max_batch_size:Q", title=t("Max batch size"), format=","),
             alt.Tooltip("id:N", title="id")]
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_bar(height={"band": 0.75}, cornerRadiusEnd=2).encode(
         x=x, x2=alt.datum(0), y=y,
-        color=alt.Color("status:N", title="This plan",
+        color=alt.Color("status:N", title=t("This plan"),
+                        legend=alt.Legend(labelExpr=theme.label_expr({s: t(s) for s in present})),
                         scale=alt.Scale(domain=present or ["fits"],
                                         range=[colors[s] for s in present] or [colors["fits"]])),
         stroke=alt.condition(alt.datum.selected, alt.value(theme.INK), alt.value(None)),
@@ -131,9 +141,9 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
     if lo < 0:
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(
             color=theme.LIMIT_COLOR, strokeWidth=1).encode(x="zero:Q"))
-    sub = "click a bar to choose a GPU, double-click to clear"
+    sub = t("click a bar to choose a GPU, double-click to clear")
     if metric == "headroom" and any((r.get("gpus_needed") or 1) > 1 for r in data):
-        sub += "; labels say how many GPUs a plan that does not fit needs"
+        sub += t("; labels say how many GPUs a plan that does not fit needs")
     return theme.finish(alt.layer(*layers), title_text=title_text, subtitle=sub, width=width,
                         height=max(1, len(data)) * row_height)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..i18n import gettext
 from . import theme
 
 # PCIe generation -> (GT/s per lane, encoding efficiency), from the PCI-SIG specifications;
@@ -32,7 +33,7 @@ def _size(b: float) -> str:
     return f"{b:,.0f} B"
 
 
-def hierarchy_rows(device: Any) -> list[dict]:
+def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
     """One row per level the device has, fastest first. Row: level, kind (on-chip, device,
     link), bytes (None for links), detail (per-unit figures, type), bandwidth_gbs (None where
     the database has none), text (the label the chart prints)."""
@@ -84,10 +85,17 @@ def hierarchy_rows(device: Any) -> list[dict]:
                      "bandwidth_gbs": float(up) if theme.finite(up) else None})
     frac = d.get("achievable_bandwidth_fraction")
     for r in rows:
+        r["level"] = gettext(r["level"], lang)
+        for en in (", unified with the CPU", ", per direction, from gen x lanes",
+                   ", per direction"):
+            if r["detail"].endswith(en):
+                r["detail"] = r["detail"][:-len(en)] + gettext(en, lang)
+        if " links" in r["detail"]:
+            r["detail"] = r["detail"].replace(" links", gettext(" links", lang))
         parts = [_size(r["bytes"])] if r["bytes"] else []
         if r["bandwidth_gbs"] and r["kind"] == "device" and theme.finite(frac) and frac > 0:
-            parts.append(f"{r['bandwidth_gbs']:,.0f} GB/s peak, "
-                         f"~{r['bandwidth_gbs'] * frac:,.0f} achievable")
+            parts.append(gettext("{peak} GB/s peak, ~{achievable} achievable", lang).format(
+                peak=f"{r['bandwidth_gbs']:,.0f}", achievable=f"{r['bandwidth_gbs'] * frac:,.0f}"))
         elif r["bandwidth_gbs"]:
             parts.append(f"{r['bandwidth_gbs']:,.0f} GB/s")
         if r["detail"]:
@@ -104,14 +112,17 @@ def _axis_values(lo: float, hi: float) -> list[int]:
     return every5 if len(every5) >= 2 else [2**k for k in range(61) if lo <= 2**k <= hi]
 
 
-def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: int = 30):
+def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: int = 30,
+                    lang: str = "en"):
     """Horizontal bars of each storage level's capacity on a log (binary) axis, fastest level
     on top, labelled with capacity, bandwidth (GB/s, decimal) and per-unit detail; the links
     (host, GPU-to-GPU) have no capacity and carry their bandwidth as a label."""
     import altair as alt
 
+    def t(text: str) -> str:
+        return gettext(text, lang)
     d = theme.as_dict(device)
-    rows = hierarchy_rows(d)
+    rows = hierarchy_rows(d, lang)
     sizes = [r["bytes"] for r in rows if r["bytes"]] or [2**30]
     lo = min(sizes) / 4
     # the longest bar ends at about half the width: its label needs the rest
@@ -124,7 +135,7 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
         or ["device"]
     y = alt.Y("level:N", sort=order, title=None,
               axis=alt.Axis(ticks=False, domain=False, labelLimit=200))
-    x = alt.X("bytes:Q", title="Capacity (bytes, log scale; binary units)",
+    x = alt.X("bytes:Q", title=t("Capacity (bytes, log scale; binary units)"),
               scale=alt.Scale(type="log", base=2, domain=[lo, hi], nice=False),
               axis=alt.Axis(values=_axis_values(lo, max(sizes) * 2), grid=True, labelExpr=(
                   "datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g')"
@@ -132,7 +143,7 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
                   " '~g') + ' GiB' : datum.value >= 1048576 ? format(datum.value / 1048576,"
                   " '~g') + ' MiB' : format(datum.value / 1024, '~g') + ' KiB'")))
     base = alt.Chart(alt.Data(values=rows))
-    tips = [alt.Tooltip("level:N", title="Level"), alt.Tooltip("text:N", title="Figures")]
+    tips = [alt.Tooltip("level:N", title=t("Level")), alt.Tooltip("text:N", title=t("Figures"))]
     color = alt.Color("kind:N", legend=None, scale=alt.Scale(
         domain=kinds, range=[LEVEL_COLORS[k] for k in kinds]))
     bars = base.transform_filter("isValid(datum.bytes) && datum.bytes > 0").mark_bar(
@@ -142,9 +153,10 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
         x=alt.X("label_bytes:Q"), y=y, text="text:N", tooltip=tips)
     name = d.get("name") or d.get("id") or "GPU"
     missing = not any(r["kind"] == "on-chip" for r in rows)
-    sub = "capacity as bars (on-chip orange, device memory blue); bandwidth (GB/s) where " \
-        "the hardware database has it"
+    sub = t("capacity as bars (on-chip orange, device memory blue); bandwidth (GB/s) where "
+            "the hardware database has it")
     if missing:
-        sub += "; no on-chip figures in the database for this GPU"
-    return theme.finish(alt.layer(bars, labels), title_text=f"Memory hierarchy of {name}",
+        sub += t("; no on-chip figures in the database for this GPU")
+    return theme.finish(alt.layer(bars, labels),
+                        title_text=t("Memory hierarchy of {gpu}").format(gpu=name),
                         subtitle=sub, width=width, height=max(1, len(rows)) * row_height)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from ..i18n import gettext
 from . import theme
 
 
@@ -25,7 +26,7 @@ def memory_curve_rows(points: Iterable[Mapping[str, Any]], usable_bytes: int | N
     return sorted(rows, key=lambda r: r["x"])
 
 
-def capacity_rows(gpu: Any = None, pinned: Iterable[Any] = ()) -> list[dict]:
+def capacity_rows(gpu: Any = None, pinned: Iterable[Any] = (), lang: str = "en") -> list[dict]:
     """The horizontal lines: the chosen GPU first, then each pinned GPU, from dicts with a name
     and usable bytes (`usable_bytes`, `usable_memory_bytes` or `memory_bytes`: a Device dict,
     an estimate's `gpu` entry or `{"name", "usable_bytes"}`). Entries without bytes are skipped.
@@ -44,7 +45,8 @@ def capacity_rows(gpu: Any = None, pinned: Iterable[Any] = ()) -> list[dict]:
             theme.PIN_COLORS[n_pinned % len(theme.PIN_COLORS)]
         rows.append({"name": name, "role": role, "usable_bytes": usable,
                      "usable_gib": theme.gib(usable),
-                     "text": f"{name}: {usable / theme.GiB:,.1f} GiB usable", "color": color})
+                     "text": gettext("{gpu}: {size} GiB usable", lang).format(
+                         gpu=name, size=f"{usable / theme.GiB:,.1f}"), "color": color})
     return rows
 
 
@@ -58,7 +60,7 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
                        pinned: Iterable[Any] = (), max_x: float | None = None,
                        x_title: str = "Batch size", x_unit: str | None = None,
                        x_log: bool | None = None, width: int | str = "container",
-                       height: int = 300):
+                       height: int = 300, lang: str = "en"):
     """Device memory used (GiB per GPU) against `x`, one dot per point coloured by fit, a
     line through them; a dashed horizontal line per GPU at its usable memory (`gpu` the
     chosen one, `pinned` others to compare); a vertical line at `max_x` (the largest x that
@@ -66,10 +68,13 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
 
     `x_title` names the swept parameter ("Batch size", "Sequence length", "Resolution",
     "Frames"), `x_unit` its unit ("tokens", "px"). The x axis is log2 when the points span
-    16x or more (or `x_log=True`)."""
+    16x or more (or `x_log=True`). `lang`: the language of the titles and labels (the
+    English `x_title` and `x_unit` are catalogue keys)."""
     import altair as alt
 
-    caps = capacity_rows(gpu, pinned)
+    def t(text: str) -> str:
+        return gettext(text, lang)
+    caps = capacity_rows(gpu, pinned, lang)
     chosen = next((c for c in caps if c["role"] == "chosen"), None)
     rows = memory_curve_rows(points, chosen["usable_bytes"] if chosen else None)
     xs = [r["x"] for r in rows]
@@ -81,15 +86,18 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
     if hi <= lo:
         lo, hi = (lo / 2, hi * 2) if log else (lo - 1, hi + 1)
     top = max([r["gib"] for r in rows] + [c["usable_gib"] for c in caps] + [1.0]) * 1.1
-    unit = f" ({x_unit})" if x_unit else ""
+    unit = f" ({t(x_unit)})" if x_unit else ""
+    word = t(x_title[0].lower() + x_title[1:])
     x_scale = alt.Scale(type="log", base=2, domain=[lo, hi], nice=False, padding=8) \
         if log else alt.Scale(domain=[lo, hi], nice=False, padding=8)
-    x = alt.X("x:Q", title=f"{x_title}{unit}" + (", log scale" if log else ""), scale=x_scale,
+    x = alt.X("x:Q", title=f"{t(x_title)}{unit}" + (t(", log scale") if log else ""), scale=x_scale,
               axis=alt.Axis(grid=False, labelFlush=True, tickMinStep=1, format="~s"))
-    y = alt.Y("gib:Q", title="Device memory used (GiB per GPU)",
+    y = alt.Y("gib:Q", title=t("Device memory used (GiB per GPU)"),
               scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())
-    tips = [alt.Tooltip("x:Q", title=x_title), alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
-            alt.Tooltip("status:N", title="On the chosen GPU")]
+    for r in rows:
+        r["status_label"] = t(r["status"])
+    tips = [alt.Tooltip("x:Q", title=t(x_title)), alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
+            alt.Tooltip("status_label:N", title=t("On the chosen GPU"))]
     base = alt.Chart(alt.Data(values=rows))
     colors = {"fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR,
               "unknown": theme.NEUTRAL_COLOR}
@@ -99,34 +107,36 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
         base.mark_line(color=theme.CHOSEN_COLOR, strokeWidth=2).encode(x=x, y=y),
         base.mark_circle(size=60, opacity=1, stroke="white", strokeWidth=1).encode(
             x=x, y=y, tooltip=tips,
-            color=alt.Color("status:N", scale=status_scale, title="Point")),
+            color=alt.Color("status:N", scale=status_scale, title=t("Point"), legend=alt.Legend(
+                labelExpr=theme.label_expr({s: t(s) for s in present})))),
     ]
     if caps:
         cap_base = alt.Chart(alt.Data(values=caps))
         # the chosen GPU's line drawn last (on top of a pinned GPU with the same capacity)
         layers.append(alt.Chart(alt.Data(values=caps[::-1])).mark_rule(strokeWidth=2, strokeDash=[6, 3]).encode(
             y=alt.Y("usable_gib:Q"),
-            stroke=alt.Stroke("name:N", title="Usable memory",
+            stroke=alt.Stroke("name:N", title=t("Usable memory"),
                               scale=alt.Scale(domain=[c["name"] for c in caps],
                                               range=[c["color"] for c in caps])),
-            tooltip=[alt.Tooltip("text:N", title="Limit")]))
+            tooltip=[alt.Tooltip("text:N", title=t("Limit"))]))
         layers.append(cap_base.transform_filter(alt.datum.role == "chosen").mark_text(
             align="left", dx=4, dy=-7, x=0, fontSize=theme.LABEL_SIZE,
             color=theme.LIMIT_COLOR).encode(y="usable_gib:Q", text="text:N"))
     if mark_max:
-        word = x_title[0].lower() + x_title[1:]
-        mrow = [{"x": max_x, "text": f"max {word} {max_x:,g}"}]
+        mrow = [{"x": max_x, "text": t("max {what} {value}").format(what=word,
+                                                                    value=f"{max_x:,g}")}]
         mbase = alt.Chart(alt.Data(values=mrow))
         layers.append(mbase.mark_rule(color=theme.FIT_COLOR, strokeWidth=2,
                                       strokeDash=[2, 2]).encode(
-            x=alt.X("x:Q"), tooltip=[alt.Tooltip("text:N", title="Largest that fits")]))
+            x=alt.X("x:Q"), tooltip=[alt.Tooltip("text:N", title=t("Largest that fits"))]))
         right = (max_x - lo) / ((hi - lo) or 1) > 0.7 if not log else max_x / hi > 0.5
         layers.append(mbase.mark_text(align="right" if right else "left", dx=-4 if right else 4,
                                       y=4, baseline="top", fontWeight="bold",
                                       color=theme.FIT_COLOR).encode(x="x:Q", text="text:N"))
-    sub = "dots: the estimate; dashed lines: usable memory of each GPU"
+    sub = t("dots: the estimate; dashed lines: usable memory of each GPU")
     if mark_max:
-        sub += f"; dotted: the largest {x_title.lower()} that fits"
+        sub += t("; dotted: the largest {what} that fits").format(what=t(x_title.lower()))
     return theme.finish(alt.layer(*layers),
-                        title_text=f"Device memory vs {x_title.lower()} (GiB per GPU)",
+                        title_text=t("Device memory vs {what} (GiB per GPU)").format(
+                            what=t(x_title.lower())),
                         subtitle=sub, width=width, height=height)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..i18n import gettext
 from . import theme
 
 
@@ -15,7 +16,7 @@ def _phases_of(phases: Any) -> tuple[Mapping[str, Mapping[str, int]], str | None
     return d, None
 
 
-def phase_rows(phases: Any) -> list[dict]:
+def phase_rows(phases: Any, lang: str = "en") -> list[dict]:
     """One row per (phase, component) with bytes > 0, stacked in the components' fixed order
     (weights, gradients, optimizer states, activations, KV cache, temporary, then others).
     Row: phase, phase_label, order, component, component_label, bytes, gib, start_gib,
@@ -30,8 +31,9 @@ def phase_rows(phases: Any) -> list[dict]:
         at = 0
         for k in keys:
             b = int(comps[k])
-            rows.append({"phase": phase, "phase_label": theme.label(phase), "order": i,
-                         "component": k, "component_label": theme.label(k, _COMPONENT_NAMES),
+            rows.append({"phase": phase, "phase_label": theme.label(phase, lang=lang),
+                         "order": i, "component": k,
+                         "component_label": theme.label(k, _COMPONENT_NAMES, lang),
                          "bytes": b, "gib": theme.gib(b), "start_gib": theme.gib(at),
                          "end_gib": theme.gib(at + b), "total_gib": theme.gib(total)})
             at += b
@@ -43,47 +45,50 @@ _COMPONENT_NAMES = {"kv_cache": "KV cache", "cuda_context": "CUDA context",
 
 
 def phases_chart(phases: Any, *, peak_phase: str | None = None,
-                 width: int | str = "container", height: int = 260):
+                 width: int | str = "container", height: int = 260, lang: str = "en"):
     """Stacked bars, one per phase in the step's order: the bytes torch holds at the top of
     each phase by component (GiB per GPU). Takes the estimate's `phases` dict or the whole
     estimate dict (its `peak_phase` is then marked). CUDA context and allocator slack are not
     part of phases (they are the same in every phase)."""
     import altair as alt
 
+    def t(text: str) -> str:
+        return gettext(text, lang)
     table, est_peak = _phases_of(phases)
     peak_phase = peak_phase or est_peak
-    rows = phase_rows(table)
-    order = [theme.label(p) for p in table]
+    rows = phase_rows(table, lang)
+    order = [theme.label(p, lang=lang) for p in table]
     present = set(r["component"] for r in rows)
     comps = [k for k in theme.COMPONENT_PALETTE if k in present] + \
         sorted(present - set(theme.COMPONENT_PALETTE)) or ["weights"]
     top = max([r["total_gib"] for r in rows] + [0.001]) * 1.15
     x = alt.X("phase_label:N", sort=order, title=None,
               axis=alt.Axis(labelAngle=0, ticks=False, labelFontSize=12))
-    y = alt.Y("start_gib:Q", title="Allocated at the top of the phase (GiB per GPU)",
+    y = alt.Y("start_gib:Q", title=t("Allocated at the top of the phase (GiB per GPU)"),
               scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())
     base = alt.Chart(alt.Data(values=rows))
     bars = base.mark_bar(width={"band": 0.6}, stroke="white", strokeWidth=1).encode(
         x=x, y=y, y2="end_gib:Q",
-        color=alt.Color("component:N", title="Component", sort=comps, scale=alt.Scale(
+        color=alt.Color("component:N", title=t("Component"), sort=comps, scale=alt.Scale(
             domain=comps, range=[theme.component_color(c) for c in comps]),
             legend=alt.Legend(labelExpr=_legend_expr(rows))),
-        tooltip=[alt.Tooltip("phase_label:N", title="Phase"),
-                 alt.Tooltip("component_label:N", title="Component"),
+        tooltip=[alt.Tooltip("phase_label:N", title=t("Phase")),
+                 alt.Tooltip("component_label:N", title=t("Component")),
                  alt.Tooltip("gib:Q", title="GiB", format=",.2f")])
     tops = []
     for p in table:
         total = next((r["total_gib"] for r in rows if r["phase"] == p), 0.0)
         peak = p == peak_phase
-        tops.append({"phase_label": theme.label(p), "total_gib": total, "peak": peak,
-                     "text": f"{total:,.2f} GiB" + (" · peak" if peak else "")})
+        tops.append({"phase_label": theme.label(p, lang=lang), "total_gib": total,
+                     "peak": peak,
+                     "text": f"{total:,.2f} GiB" + (" · " + t("peak") if peak else "")})
     tbase = alt.Chart(alt.Data(values=tops))
     totals = [tbase.transform_filter(alt.datum.peak == peak).mark_text(
         dy=-5, baseline="bottom", fontWeight=weight).encode(x=x, y="total_gib:Q", text="text:N")
         for peak, weight in ((False, "normal"), (True, "bold"))]
-    sub = "bytes torch holds, by component; CUDA context and allocator slack come on top"
+    sub = t("bytes torch holds, by component; CUDA context and allocator slack come on top")
     return theme.finish(alt.layer(bars, *totals),
-                        title_text="Memory over one step, by phase (GiB per GPU)",
+                        title_text=t("Memory over one step, by phase (GiB per GPU)"),
                         subtitle=sub, width=width, height=height)
 
 

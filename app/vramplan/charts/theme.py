@@ -61,11 +61,14 @@ PHASE_LABELS = {
 }
 
 
-def label(key: str, table: Mapping[str, str] | None = None) -> str:
-    """A key as people read it: 'optimizer-step' -> 'Optimizer step' (table first)."""
+def label(key: str, table: Mapping[str, str] | None = None, lang: str = "en") -> str:
+    """A key as people read it: 'optimizer-step' -> 'Optimizer step' (table first), in
+    `lang` (the English label is the catalogue's key)."""
+    from ..i18n import gettext
     if table and key in table:
-        return table[key]
-    return PHASE_LABELS.get(key) or str(key).replace("_", " ").replace("-", " ").capitalize()
+        return gettext(table[key], lang)
+    return gettext(PHASE_LABELS.get(key) or
+                   str(key).replace("_", " ").replace("-", " ").capitalize(), lang)
 
 
 def component_color(key: str) -> str:
@@ -162,3 +165,12 @@ def gib_axis(**kw):
     import altair as alt
 
     return alt.Axis(grid=True, tickCount=6, **kw)
+
+
+def label_expr(names: Mapping[str, str]) -> str:
+    """A Vega expression showing `names[value]` for a legend's values (the data keep their
+    English values; the legend reads in the chart's language)."""
+    import json
+    parts = [f"datum.value === {json.dumps(k)} ? {json.dumps(v, ensure_ascii=False)}"
+             for k, v in names.items() if k != v]
+    return " : ".join(parts + ["datum.label"]) if parts else "datum.label"

@@ -203,7 +203,8 @@ class App(W.VBox):
     def _query(self) -> str:
         """What the address holds: the plan's query, and `lang` when it is not English (a
         page setting, not a scenario key)."""
-        q = self.state.query
+        q = "&".join(p for p in self.state.query.split("&") if p and
+                     p.split("=", 1)[0] != "lang")
         if self.state.lang != "en":
             q = (q + "&" if q else "") + f"lang={self.state.lang}"
         return q

@@ -94,7 +94,7 @@ def bandwidth_html(bw: Mapping[str, Any]) -> str:
                 for sk, sv in v.items():
                     key = "bytes" if k.startswith("by_pass") else sk
                     out.append(_row(f"{label}: {_(label_of(sk).lower())}",
-                                    fmt(key, _(sv) if isinstance(sv, str) else sv),
+                                    core_html(sv) if isinstance(sv, str) else fmt(key, sv),
                                     wrap=isinstance(sv, str)))
                 continue
             extra = ""

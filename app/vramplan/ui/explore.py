@@ -21,15 +21,17 @@ from typing import Any
 import ipywidgets as W
 
 from ..errors import VramplanError
-from .chart import ChartPanel, prepare_altair
+from .chart import ChartPanel, freeze, prepare_altair
+from .i18n import N_, _
 from .jobs import Jobs
 from .section import section
 from .text import message_html
 
-VIEWS = {"curve": "Memory vs batch", "compare": "GPUs compared", "savings": "Savings",
-         "bandwidth": "Bandwidth", "roofline": "Roofline", "phases": "Phases",
-         "hierarchy": "Memory hierarchy", "landscape": "All GPUs"}
-METRICS = {"headroom": "headroom", "max_batch": "max batch", "usable": "usable memory"}
+VIEWS = {"curve": N_("Memory vs batch"), "compare": N_("GPUs compared"), "savings": N_("Savings"),
+         "bandwidth": N_("Bandwidth"), "roofline": N_("Roofline"), "phases": N_("Phases"),
+         "hierarchy": N_("Memory hierarchy"), "landscape": N_("All GPUs")}
+METRICS = {"headroom": N_("headroom"), "max_batch": N_("max batch"),
+           "usable": N_("usable memory")}
 TOP = 24                 # bars in the comparison (the chosen GPU always stays)
 CURVE_CAP = 8192
 
@@ -73,7 +75,7 @@ def larger_gpus(db, device, n: int = 2, step: float = 1.4) -> list:
     """GPUs to draw beside the chosen one: the next sizes up, each at least `step` times the
     last (an RTX 4090 -> A100 40GB, H100 80GB), of the same vendor where it has one."""
     out, floor = [], device.usable_bytes * step
-    for _ in range(n):
+    for _i in range(n):
         bigger = [d for d in db.devices if d.usable_bytes >= floor]
         same = [d for d in bigger if d.vendor == device.vendor]
         bigger = same or bigger
@@ -87,7 +89,13 @@ def larger_gpus(db, device, n: int = 2, step: float = 1.4) -> list:
     return out
 
 
-def curve_chart(sc, est: dict, device, db) -> Any:
+def takes_lang(builder) -> bool:
+    """Whether a chart builder takes `lang=` (every one of charts/ should)."""
+    import inspect
+    return "lang" in inspect.signature(builder).parameters
+
+
+def curve_chart(sc, est: dict, device, db, lang: str = "en") -> Any:
     """Device memory against the batch on the chosen GPU, with its usable memory and that of
     the next larger GPUs, and the max batch marked."""
     from ..charts import memory_curve_chart
@@ -97,7 +105,8 @@ def curve_chart(sc, est: dict, device, db) -> Any:
               curve(sc, "batch_size", batch_values(mb), gpu=device.id) if used is not None]
     return memory_curve_chart(points, gpu=device.to_dict(),
                               pinned=[d.to_dict() for d in larger_gpus(db, device)],
-                              max_x=mb or None, x_title="Batch size", x_unit="per GPU")
+                              max_x=mb or None, x_title="Batch size", x_unit="per GPU",
+                              lang=lang)
 
 
 def comparison_rows(sc, db, batched: bool) -> list[dict]:
@@ -132,14 +141,16 @@ def build(view: str, snap: dict) -> Any:
     prepare_altair()
     from .. import charts as C
     sc, est, dev, db = snap["scenario"], snap["result"], snap["device"], snap["db"]
+    lang = snap.get("lang", "en")
+    kw = {"lang": lang}
     if view == "curve":
-        return curve_chart(sc, est, dev, db)
+        return curve_chart(sc, est, dev, db, lang)
     if view == "compare":
         metric = snap.get("metric", "headroom")
         if metric == "max_batch" and not snap["batched"]:
             metric = "headroom"
         return C.gpu_comparison_chart(comparison_rows(sc, db, snap["batched"]), metric=metric,
-                                      selected=dev.id, top=TOP)
+                                      selected=dev.id, top=TOP, **kw)
     if view == "savings":
         adv = snap["advice"]
         plan = None
@@ -147,35 +158,38 @@ def build(view: str, snap: dict) -> Any:
             p = adv.plans[0]
             plan = {"steps": p.changes, "estimate": p.estimate.to_dict()}
         return C.savings_waterfall_chart(adv.to_dict(full=False), estimate=est, plan=plan,
-                                         usable_bytes=dev.usable_bytes, gpu_name=dev.name)
+                                         usable_bytes=dev.usable_bytes, gpu_name=dev.name,
+                                         **(kw if takes_lang(C.savings_waterfall_chart) else {}))
     if view == "bandwidth":
-        return C.bandwidth_chart(est, gpu_name=dev.name)
+        return C.bandwidth_chart(est, gpu_name=dev.name, **kw)
     if view == "roofline":
         prec = sc.precision if isinstance(sc.precision, str) else sc.precision_for("default")
-        return C.roofline_chart(est, dev.to_dict(), precision=prec)
+        return C.roofline_chart(est, dev.to_dict(), precision=prec, **kw)
     if view == "phases":
-        return C.phases_chart(est)
+        return C.phases_chart(est, **kw)
     if view == "hierarchy":
-        return C.hierarchy_chart(dev.to_dict())
-    return landscape_chart(db.devices, dev.id)
+        return C.hierarchy_chart(dev.to_dict(), **kw)
+    return landscape_chart(db.devices, dev.id, lang)
 
 
-def landscape_chart(devices, gpu: str):
+def landscape_chart(devices, gpu: str, lang: str = "en"):
     """`charts.capacity_bandwidth_chart`: capacity against bandwidth of every GPU, the chosen
     one ringed and named (the builder draws no empty layer, so Vega has no extent to warn
     about)."""
     from .. import charts as C
-    return C.capacity_bandwidth_chart(devices, gpu)
+    kw = {"lang": lang} if takes_lang(C.capacity_bandwidth_chart) else {}
+    return C.capacity_bandwidth_chart(devices, gpu, **kw)
 
 
 class ExplorePanel(W.VBox):
     def __init__(self, state, background: bool | None = None):
         self.state = state
         self.jobs = Jobs("vramplan-charts", background)
-        self.view = W.ToggleButtons(options=[(VIEWS[v], v) for v in available(state)],
+        self.view = W.ToggleButtons(options=[(_(VIEWS[v]), v) for v in available(state)],
                                     value="curve" if "curve" in available(state) else None)
         self.view.add_class("vp-views")
-        self.metric = W.Dropdown(options=[(f"Sort by {t}", k) for k, t in METRICS.items()],
+        self.metric = W.Dropdown(options=[(_("Sort by {metric}").format(metric=_(t)), k)
+                                          for k, t in METRICS.items()],
                                  value="headroom", layout=W.Layout(width="auto"))
         self.metric.add_class("vp-metric")
         self.status = W.HTML()
@@ -183,7 +197,7 @@ class ExplorePanel(W.VBox):
         self.chart.on_select("gpu_pick", self._picked)
         self.view.observe(lambda _: self.update(), "value")
         self.metric.observe(lambda _: self.update(), "value")
-        super().__init__([section("Charts", self.view, self.metric, self.status, self.chart,
+        super().__init__([section(_("Charts"), self.view, self.metric, self.status, self.chart,
                                   cls="vp-explore")])
         self._key = None
         self.shown_view: str | None = None
@@ -191,7 +205,7 @@ class ExplorePanel(W.VBox):
 
     def render(self) -> None:
         views = available(self.state)
-        opts = [(VIEWS[v], v) for v in views]
+        opts = [(_(VIEWS[v]), v) for v in views]
         if list(self.view.options) != opts:
             keep = self.view.value if self.view.value in views else views[0]
             self.view.options = opts
@@ -211,14 +225,16 @@ class ExplorePanel(W.VBox):
         if key == self._key:
             return
         self._key = key
-        snap = {**st.snapshot(), "metric": self.metric.value, "advice": st.advice}
-        self.status.value = "<div class='vp-hint'>Computing…</div>"
-        self.jobs.run(lambda: build(view, snap), lambda chart: self._done(view, chart))
+        snap = {**st.snapshot(), "metric": self.metric.value, "advice": st.advice,
+                "lang": st.lang}
+        self.status.value = f"<div class='vp-hint'>{_('Computing…')}</div>"
+        self.jobs.run(lambda: freeze(build(view, snap)), lambda chart: self._done(view, chart))
 
     def _done(self, view: str, chart) -> None:
         if isinstance(chart, Exception):
-            self.status.value = message_html(f"The {VIEWS[view].lower()} chart could not be "
-                                             f"drawn: {type(chart).__name__}: {chart}")
+            self.status.value = message_html(_("The {view} chart could not be drawn: {error}")
+                                             .format(view=_(VIEWS[view]),
+                                                     error=f"{type(chart).__name__}: {chart}"))
             return
         self.status.value = ""
         self.shown_view = view
