@@ -23,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
 
 from vramplan.estimate import estimate  # noqa: E402
 from vramplan.hardware import default_db  # noqa: E402
+from vramplan.hardware import get_gpu, traits_of  # noqa: E402
+from vramplan.scenario import Scenario  # noqa: E402
 from vramplan.sweep import max_batch, sweep  # noqa: E402
+from vramplan.sweep.engine import spec_of  # noqa: E402
+from vramplan.workloads.dispatch import footprint as workload_footprint  # noqa: E402
 
 CASES = {
     "decoder train (Llama-3.1-8B)": (
@@ -43,6 +47,28 @@ CASES = {
         {"batch_size": "1..64:x2", "precision": "fp32,bf16-mixed"}),
     "volume": ({"task": "volume"}, {"batch_size": "1..8", "resolution": "128..1024:x2"}),
 }
+
+
+def footprint_per_call(base, rows, k=60, seed=1):
+    """Mean seconds of the workload's footprint function alone (the scenario built and the
+    GPU's traits looked up beforehand) over k sampled rows: what one sweep point costs at
+    least per distinct footprint."""
+    rng = random.Random(seed)
+    calls = []
+    for row in rng.sample(rows, min(k, len(rows))):
+        d = {**base, **{kk: v for kk, v in row.items() if kk in AXES}, "gpu": row["gpu"]}
+        try:
+            sc = Scenario.from_dict(d)
+        except Exception:
+            continue
+        calls.append((sc, spec_of(sc), traits_of(get_gpu(row["gpu"]))))
+    t = time.perf_counter()
+    for sc, spec, tr in calls:
+        try:
+            workload_footprint(sc, spec, tr)
+        except Exception:
+            pass
+    return (time.perf_counter() - t) / max(1, len(calls))
 
 
 def scalar_per_point(base, rows, k, with_max_batch=False, seed=0):
@@ -77,6 +103,7 @@ def main() -> None:
     print(f"{'case':30s} {'points':>7s} | {'memory only: points/s':>21s} {'scalar us':>9s} "
           f"{'ratio':>6s} | {'with max batch: points/s':>24s} {'scalar us':>9s} "
           f"{'ratio':>6s} | {'checked':>7s}")
+    bounds = []
     for name, (base, vary) in CASES.items():
         AXES.clear()
         AXES.update(vary)
@@ -87,6 +114,8 @@ def main() -> None:
             t = time.perf_counter()
             r = sweep(base, {**vary, "gpu": "all"}, with_max_batch=mb)
             dt = time.perf_counter() - t
+            if not mb:
+                r0 = r
             per, bad, n = scalar_per_point(base, list(r.rows()), k // (4 if mb else 1), mb)
             out.append((r.size / dt, per * 1e6, per / (dt / r.size)))
             checked += n - bad
@@ -94,6 +123,16 @@ def main() -> None:
         (a, b, c), (d, e, f) = out
         print(f"{name:30s} {r.size:7d} | {a:21.0f} {b:9.1f} {c:6.0f} | {d:24.0f} {e:9.1f} "
               f"{f:6.0f} | {total:3d}/{k + k // 4}")
+        rows = list(r0.rows())
+        groups = r0.footprint_calls / len(r0.points)
+        fp_us = footprint_per_call(base, rows) * 1e6
+        bounds.append((name, groups, fp_us, out[0][1], len(ids) * out[0][1] / (groups * fp_us)))
+    print("\nceiling of an exact sweep that calls the footprint once per (point, distinct "
+          "device answer):\n  GPUs x scalar us / (footprints per point x footprint us)")
+    print(f"  {'case':30s} {'footprints/point':>16s} {'footprint us':>12s} {'scalar us':>9s} "
+          f"{'ceiling':>8s}")
+    for name, groups, fp_us, sc_us, ceil in bounds:
+        print(f"  {name:30s} {groups:16.2f} {fp_us:12.1f} {sc_us:9.1f} {ceil:7.0f}x")
     print("\nmax batch on every GPU (sweep.max_batch vs estimate(...).max_batch_size):")
     for name, (base, _) in list(CASES.items())[:3] + [list(CASES.items())[4]]:
         d = {**base, "gpu": ids[0]}

@@ -35,6 +35,10 @@ GRIDS = [
      {"batch_size": "1,16", "precision": "fp32,bf16-mixed", "gpu": SOME}),
     ({"model": "stable-diffusion-v1-5/stable-diffusion-v1-5", "task": "denoise"},
      {"batch_size": "1,2", "resolution": "512x512,768x768", "gpu": SOME}),
+    # precision not given: its default follows the GPU (fp16 where there is no bf16, and
+    # SDXL's VAE then decodes upcast to fp32), as estimate of the dict on that GPU reads it
+    ({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "denoise"},
+     {"batch_size": "1,2", "gpu": SOME}),
     ({"task": "volume"}, {"batch_size": "1,2", "resolution": "128..512:x2", "gpu": "all"}),
     ({"task": "array", "arrays": [{"name": "a", "shape": [4096, 4096]}]},
      {"copies": "1,2", "gpu": SOME}),
@@ -96,6 +100,21 @@ def test_max_batch_on_every_gpu_equals_estimate():
         want = estimate({**d, "gpu": g}).max_batch_size
         got = int(mb[i])
         assert (None if got >= MAX_BATCH_CAP else got) == want, g
+
+
+def test_defaults_that_follow_the_gpu_in_max_batch_and_gpus_needed():
+    d = {"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "denoise"}
+    ids = ["nvidia-v100-sxm2-32gb", "nvidia-t4", "nvidia-a100-sxm4-40gb", "nvidia-rtx-4090"]
+    fp16 = estimate({**d, "gpu": ids[0]})
+    assert fp16.scenario.precision == "fp16"                  # V100: no bf16
+    assert fp16.device_used_bytes > estimate({**d, "gpu": ids[0], "precision": "bf16"}) \
+        .device_used_bytes                                    # the fp32 VAE decode
+    mb = max_batch({**d, "gpu": ids[0]}, gpus=ids)
+    for g in ids:
+        assert int(mb[engine().index[g]]) == estimate({**d, "gpu": g}).max_batch_size, g
+    for r in gpus_needed(d, ids):
+        e = estimate({**d, "gpu": r["gpu"], "parallel": r["parallel"]})
+        assert e.device_used_bytes == r["device_used_bytes"], r["gpu"]
 
 
 def test_max_batch_fits_and_one_more_does_not():

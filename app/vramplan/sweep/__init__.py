@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import ScenarioError, VramplanError
 from ..estimate import MAX_BATCH_CAP, largest_fitting
 from .engine import Engine, Recorder, freeze, spec_of
-from .grid import MAX_POINTS, BatchVariants, changes_for, gpu_ids, parse_values, parse_vary
+from .grid import (MAX_POINTS, BatchVariants, changes_for, gpu_classes, gpu_ids,
+                   parse_values, parse_vary)
 
 __all__ = ["sweep", "SweepResult", "max_batch", "curve", "gpus_needed", "Engine", "Recorder",
            "freeze", "parse_vary", "parse_values", "gpu_ids", "engine", "LAYOUTS"]
@@ -128,7 +129,8 @@ def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
     if n_points * len(cols) > MAX_POINTS:
         raise VramplanError(f"the grid has {n_points * len(cols):,} points; at most "
                             f"{MAX_POINTS:,} (narrow an axis)")
-    job = _Job(make, given, base, keys, batch, mask, cols, with_max_batch, eng)
+    job = _Job(make, given, base, keys, batch, mask, cols, with_max_batch, eng,
+               gpu_classes(scenario, eng, mask))
     n = _workers(workers, n_points, len(combos))
     parts = _parallel(job, combos, n) if n > 1 else [_rows(job, combos)]
     alloc, res, used, fits = (np.concatenate([p[i] for p in parts]) for i in range(4))
@@ -150,9 +152,11 @@ MAX_WORKERS = 8
 
 
 class _Job:
-    def __init__(self, make, given, base, keys, batch, mask, cols, with_max_batch, eng):
+    def __init__(self, make, given, base, keys, batch, mask, cols, with_max_batch, eng,
+                 classes):
         self.make, self.given, self.base, self.keys, self.batch = make, given, base, keys, batch
         self.mask, self.cols, self.with_max_batch, self.eng = mask, cols, with_max_batch, eng
+        self.classes = classes          # [(GPU id or None, mask)]: gpu_classes
 
 
 def _workers(workers, n_rows: int, n_combos: int) -> int:
@@ -197,7 +201,7 @@ def _parallel(job, combos, n: int) -> list:
 def _rows(job: _Job, combos) -> tuple:
     """(allocated, reserved, used, fits, max batch, points, errors, footprint calls) of the
     rows of `combos` (each with every batch of the grid)."""
-    eng, cols, mask, batch = job.eng, job.cols, job.mask, job.batch
+    eng, cols, batch = job.eng, job.cols, job.batch
     n_rows = len(combos) * len(batch or [None])
     shape = (n_rows, len(cols))
     alloc, res, used = (np.zeros(shape, dtype=np.int64) for _ in range(3))
@@ -207,41 +211,49 @@ def _rows(job: _Job, combos) -> tuple:
     errors: dict = {}
     calls0 = eng.footprint_calls
     specs: dict = {}
+    classes = [(rep, cmask, np.flatnonzero(cmask[cols])) for rep, cmask in job.classes]
     for combo in combos:
         point = dict(zip(job.keys, combo))
-        combo_mb = None
-        try:
-            ch0 = changes_for(job.given, job.base, point)
-            sc0 = job.make(ch0)
-        except ScenarioError as exc:
-            sc0 = exc
-        if not isinstance(sc0, Exception):
+        per_class = []
+        for rep, cmask, pos in classes:
+            try:
+                ch0 = changes_for(job.given, job.base, point)
+                if rep is not None:
+                    ch0["gpu"] = rep
+                sc0 = job.make(ch0)
+            except ScenarioError as exc:
+                per_class.append((exc, None, None, cmask, pos, [None]))
+                continue
             key = (sc0.model, freeze(sc0.architecture))
             spec = specs[key] if key in specs else specs.setdefault(key, spec_of(sc0))
             variants = BatchVariants(sc0, batch or (),
                                      make=lambda b, ch0=ch0: job.make({**ch0, "batch_size": b}))
+            per_class.append((sc0, spec, variants, cmask, pos, [None]))
         for b in (batch or [None]):
             r = len(points)
             points.append({**point, "batch_size": b} if b is not None else dict(point))
-            sc = sc0 if (b is None or isinstance(sc0, Exception)) else variants.get(b)
-            if isinstance(sc, Exception):
-                for c in range(len(cols)):
-                    errors[(r, c)] = str(sc)
-                continue
-            pt = eng.evaluate(sc, spec, mask)
-            alloc[r], res[r], used[r], fits[r] = (pt.allocated[cols], pt.reserved[cols],
-                                                  pt.used[cols], pt.fits[cols])
-            for i, msg in pt.errors.items():
-                errors[(r, int(np.searchsorted(cols, i)))] = msg
-            if mb is not None:
-                # the max batch of a point does not depend on its own batch where the
-                # variants differ in the batch field alone (not a serving pool: capacity)
-                reuse = variants.fast and not pt.errors and pt.capacity.max() < 0
-                if reuse and combo_mb is not None:
-                    mb[r] = combo_mb
-                else:
-                    mb[r] = max_batch(sc, mask=mask, eng=eng, spec=spec, base_point=pt)[cols]
-                    combo_mb = mb[r].copy() if reuse else None
+            for sc0, spec, variants, cmask, pos, combo_mb in per_class:
+                sc = sc0 if (b is None or isinstance(sc0, Exception)) else variants.get(b)
+                if isinstance(sc, Exception):
+                    for c in pos:
+                        errors[(r, int(c))] = str(sc)
+                    continue
+                pt = eng.evaluate(sc, spec, cmask)
+                at = cols[pos]
+                alloc[r, pos], res[r, pos], used[r, pos], fits[r, pos] = (
+                    pt.allocated[at], pt.reserved[at], pt.used[at], pt.fits[at])
+                for i, msg in pt.errors.items():
+                    errors[(r, int(np.searchsorted(cols, i)))] = msg
+                if mb is not None:
+                    # the max batch of a point does not depend on its own batch where the
+                    # variants differ in the batch field alone (not a serving pool: capacity)
+                    reuse = variants.fast and not pt.errors and pt.capacity.max() < 0
+                    if reuse and combo_mb[0] is not None:
+                        mb[r, pos] = combo_mb[0]
+                    else:
+                        mb[r, pos] = max_batch(sc, mask=cmask, eng=eng, spec=spec,
+                                               base_point=pt)[at]
+                        combo_mb[0] = mb[r, pos].copy() if reuse else None
     return alloc, res, used, fits, mb, points, errors, eng.footprint_calls - calls0
 
 
@@ -256,6 +268,13 @@ def max_batch(scenario, gpus=None, *, mask=None, limit=None, eng: Engine | None 
     if mask is None:
         mask = _gpu_mask(eng, sc, gpus) if gpus is not None or sc.gpu else \
             np.ones(eng.n, dtype=bool)
+    classes = gpu_classes(scenario, eng, mask)
+    if len(classes) > 1:            # a dict whose defaults follow the GPU: each group alone
+        out = np.full(eng.n, -1, dtype=np.int64)
+        for rep, cmask in classes:
+            got = max_batch({**scenario, "gpu": rep}, mask=cmask, limit=limit, eng=eng)
+            out[cmask] = got[cmask]
+        return out
     spec = spec_of(sc) if spec is None else spec
     lim = eng.usable if limit is None else np.asarray(limit, dtype=np.int64)
     base = base_point or eng.evaluate(sc, spec, mask)
@@ -322,6 +341,15 @@ def gpus_needed(scenario, gpus=None, *, layouts=("fsdp", "tensor", "tensor8+fsdp
     eng = eng or engine()
     ids = gpus if gpus is not None else [d.id for d in eng.devices]
     mask = _gpu_mask(eng, base, ids)
+    classes = gpu_classes(scenario, eng, mask)
+    if len(classes) > 1:            # a dict whose defaults follow the GPU: each group alone
+        rows = {}
+        for rep, cmask in classes:
+            sub = [eng.devices[i].id for i in np.flatnonzero(cmask)]
+            for r in gpus_needed({**scenario, "gpu": rep}, sub, layouts=layouts, counts=counts,
+                                 headroom=headroom, eng=eng):
+                rows[r["gpu"]] = r
+        return [rows[eng.devices[i].id] for i in np.flatnonzero(mask)]
     limit = (eng.usable * (1.0 - headroom)).astype(np.int64)
     best: dict[int, dict] = {}
     todo = mask.copy()

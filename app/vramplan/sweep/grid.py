@@ -229,3 +229,46 @@ def with_batch(sc, b: int):
     new.__dict__.update(sc.__dict__)
     object.__setattr__(new, "batch_size", b)
     return new
+
+
+_CLASSES: dict = {}
+
+
+def gpu_classes(scenario, eng, mask) -> list[tuple]:
+    """The GPUs of `mask` grouped by the scenario a dict becomes with each of them named as
+    its "gpu" (defaults that follow the GPU, e.g. fp16 where it has no bf16: what `estimate`
+    of that dict on that GPU reads): [(a GPU id of the group or None, engine-wide mask)];
+    one group, with None, when every GPU gives the same scenario (or for a Scenario)."""
+    if not isinstance(scenario, dict):
+        return [(None, mask)]
+    import json
+
+    import numpy as np
+
+    from ..scenario import Scenario
+    cols = np.flatnonzero(mask)
+    ck = (json.dumps(scenario, sort_keys=True, default=str), cols.tobytes(), id(eng))
+    if ck in _CLASSES:
+        return _CLASSES[ck]
+    groups: dict = {}
+    for i in cols:
+        gid = eng.devices[int(i)].id
+        try:
+            d = Scenario.from_dict({**scenario, "gpu": gid}).to_dict()
+            d.pop("gpu", None)
+            key = json.dumps(d, sort_keys=True, default=str)
+        except ScenarioError as exc:
+            key = "error: " + str(exc)
+        groups.setdefault(key, []).append(int(i))
+    if len(groups) == 1:
+        out = [(None, mask)]
+    else:
+        out = []
+        for idx in groups.values():
+            m = np.zeros(eng.n, dtype=bool)
+            m[idx] = True
+            out.append((eng.devices[idx[0]].id, m))
+    if len(_CLASSES) > 256:
+        _CLASSES.clear()
+    _CLASSES[ck] = out
+    return out
