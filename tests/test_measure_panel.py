@@ -260,3 +260,25 @@ def test_trace_timeline_chart_marks_the_estimate_and_the_traced_peak():
     pts = m["layer"][0]["data"]["values"]
     assert [p["gib"] for p in pts] == [1.0, 2.0]
     assert m["layer"][1]["data"]["values"][0]["gib"] == 16.0
+
+
+def test_measure_on_a_gpu_torch_cannot_see_fails_in_one_line(monkeypatch):
+    """NVML (a fake) sees a GPU, the worker's torch (CPU build here) does not: the run ends in
+    the worker's one-line message on the panel, the buttons come back."""
+    pytest.importorskip("torch")
+    import sys
+    from vramplan.ui.live_panel import LivePanel
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([H200]))
+    st = PlanState()
+    st.apply(SMALL)
+    panel = LivePanel(st)
+    assert panel.gpu["hwdb_id"] == "nvidia-h200-sxm-141gb"
+    panel.buttons["measure"].click()
+    assert panel.job.running and panel.buttons["max_batch"].disabled
+    assert panel.worker.wait(300)
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device: the run would measure for real")
+    assert panel.job.state == M.ERROR and "no CUDA device visible to torch" in panel.job.error
+    assert "Measure this plan failed: no CUDA device visible to torch" in panel.output.value
+    assert not panel.buttons["max_batch"].disabled

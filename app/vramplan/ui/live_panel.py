@@ -115,7 +115,7 @@ class LivePanel(W.VBox):
         for key, b in self.buttons.items():
             b.description = _(ACTIONS[key])
             b.disabled = running or (key != "monitor" and self.state.scenario is None)
-        self.progress.show(self.job)
+        self.progress.show(self.job, stop=self.action == "monitor")
         self.output.value = self._result_html()
         self._draw_monitor()
 
@@ -140,6 +140,9 @@ class LivePanel(W.VBox):
     def _result_html(self) -> str:
         job, what = self.job, _(ACTIONS.get(self.action or "", "")) if self.action else ""
         if job.state == M.CANCELLED:
+            if self.action == "monitor":
+                return message_html(_("Monitor stopped after {n} samples.").format(
+                    n=len(M.monitor_rows(job.samples))), "info")
             return message_html(_("Cancelled: {what} was stopped.").format(what=what), "info")
         if job.state == M.ERROR:
             return message_html(_("{what} failed: {error}").format(what=what, error=msg(job.error)))

@@ -44,7 +44,7 @@ def phase_label(key) -> str:
 
 
 def pct(v) -> str:
-    return "–" if v is None else f"{v:+.1f}%"
+    return "–" if v is None else f"{v:+.1f}%".replace("-", "−")
 
 
 def signed(n: int) -> str:
@@ -65,8 +65,9 @@ class ProgressRow(W.HBox):
         self.add_class("vp-measure-progress")
         self.layout.display = "none"
 
-    def show(self, job: M.Job) -> None:
-        self.cancel.description = _("Cancel")
+    def show(self, job: M.Job, stop: bool = False) -> None:
+        """Draw `job`; `stop`: the button reads "Stop" (a monitor has nothing to cancel)."""
+        self.cancel.description = _("Stop") if stop else _("Cancel")
         running = job.running
         self.layout.display = "" if running else "none"
         self.cancel.disabled = not running
@@ -200,6 +201,9 @@ class TracePanel(W.VBox):
         self._drawn = key
         dev = self.state.device
         est_peak = (est.get("per_gpu") or {}).get("peak_allocated_bytes")
+        top = max([b for _e, _p, b in events] + [est_peak or 0])
+        if dev is not None and top < dev.usable_bytes / 2:
+            dev = None            # far below the GPU's line: draw the step, not the GPU
 
         def build():
             prepare_altair()
