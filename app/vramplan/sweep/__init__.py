@@ -215,7 +215,7 @@ def _rows(job: _Job, combos) -> tuple:
     for combo in combos:
         point = dict(zip(job.keys, combo))
         per_class = []
-        for rep, cmask, pos in classes:
+        for rep, cmask, pos in _merged(job, point, classes):
             try:
                 ch0 = changes_for(job.given, job.base, point)
                 if rep is not None:
@@ -255,6 +255,26 @@ def _rows(job: _Job, combos) -> tuple:
                                                base_point=pt)[at]
                         combo_mb[0] = mb[r, pos].copy() if reuse else None
     return alloc, res, used, fits, mb, points, errors, eng.footprint_calls - calls0
+
+
+def _merged(job: _Job, point: dict, classes: list) -> list:
+    """The GPU groups of `classes` for one grid point: one group (the scenario as the dict
+    gives it) where every group's scenario is the same at this point (e.g. an axis sets the
+    precision whose default follows the GPU)."""
+    if len(classes) < 2:
+        return classes
+    try:
+        ch = changes_for(job.given, job.base, point)
+        plain = job.make(ch).to_dict()
+        plain.pop("gpu", None)
+        for rep, _, _ in classes:
+            d = job.make({**ch, "gpu": rep}).to_dict()
+            d.pop("gpu", None)
+            if d != plain:
+                return classes
+    except ScenarioError:
+        return classes
+    return [(None, job.mask, np.arange(len(job.cols)))]
 
 
 def max_batch(scenario, gpus=None, *, mask=None, limit=None, eng: Engine | None = None,
