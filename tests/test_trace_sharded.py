@@ -77,7 +77,7 @@ def test_estimate_within_15pct(pair):
         assert abs(e - t) / t <= 0.15, (w, e, t)
 
 
-@pytest.mark.parametrize("par", [{"gpus": 2, "tensor": 2}, {"gpus": 4, "data": 2, "pipeline": 2},
+@pytest.mark.parametrize("par", [{"gpus": 2, "context": 2},   # tensor / pipeline: test_trace_parallel.py
                                  {"gpus": 2, "data": 2, "zero": 1}])
 def test_refuses_what_it_does_not_model(par):
     with pytest.raises(ScenarioError):

@@ -171,13 +171,16 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
                             out = step_mod(*inputs)
                         del out
                     else:
-                        for _ in range(job.micro_batches):
+                        sched = getattr(job, "schedule", None)   # pipeline / loss parallel: plan.py
+                        for _ in range(job.micro_batches if sched is None else 0):
                             counter.phase = "forward"
                             with amp_ctx():
                                 loss = step_mod(*inputs)
                             counter.phase = "backward"
                             loss.backward()
                             del loss
+                        if sched is not None:
+                            sched(step_mod, inputs, counter, amp_ctx)
                         counter.phase = "optimizer-step"
                         if opt is not None:
                             opt.step()

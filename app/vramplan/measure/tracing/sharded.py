@@ -27,20 +27,22 @@ from ...errors import ScenarioError
 
 
 def check_plan(zero: int, data: int, tensor: int = 1, pipeline: int = 1, context: int = 1) -> None:
-    if tensor > 1 or pipeline > 1 or context > 1:
-        raise ScenarioError("parallel", "trace shards data-parallel plans only (ZeRO-2/3 with "
-                                        "FSDP2 on a fake process group); tensor / pipeline / "
-                                        "context parallelism is not traced yet: trace "
-                                        "tensor=pipeline=context=1, or use the analytic estimate")
-    if zero == 1:
+    if context > 1:
+        raise ScenarioError("parallel", "trace does not run context parallelism: torch's ring "
+                                        "attention (context_parallel) dispatches the CUDA flash / "
+                                        "efficient SDPA kernels only, which a CPU trace cannot "
+                                        "call; trace context=1, or use the analytic estimate "
+                                        "(docs/tracing.md)")
+    if zero == 1 and data > 1:
         raise ScenarioError("parallel", "trace does not model ZeRO-1 (optimizer-state sharding "
                                         "only) yet; use zero 2 or 3, or the analytic estimate")
 
 
 @contextlib.contextmanager
-def fake_process_group(world: int):
-    """A fake-backend default process group (rank 0 of `world`) and a 1-D CPU DeviceMesh;
-    destroyed on exit, so repeated traces work. Refuses when a group already exists."""
+def fake_process_group(world: int, shape: tuple | None = None, names: tuple | None = None):
+    """A fake-backend default process group (rank 0 of `world`) and a CPU DeviceMesh of
+    `shape` (default 1-D, `names` its dimension names); destroyed on exit, so repeated traces
+    work. Refuses when a group already exists."""
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -51,7 +53,7 @@ def fake_process_group(world: int):
                                         "initialised; trace a sharded plan in a fresh process")
     dist.init_process_group(backend="fake", store=FakeStore(), rank=0, world_size=world)
     try:
-        yield init_device_mesh("cpu", (world,))
+        yield init_device_mesh("cpu", shape or (world,), mesh_dim_names=names)
     finally:
         dist.destroy_process_group()
 
