@@ -282,3 +282,26 @@ def test_measure_on_a_gpu_torch_cannot_see_fails_in_one_line(monkeypatch):
     assert panel.job.state == M.ERROR and "no CUDA device visible to torch" in panel.job.error
     assert "Measure this plan failed: no CUDA device visible to torch" in panel.output.value
     assert not panel.buttons["max_batch"].disabled
+
+
+def test_a_trace_result_reads_in_both_languages():
+    from vramplan.ui.i18n import set_lang
+    from vramplan.ui.trace_panel import TracePanel
+    st = PlanState()
+    st.apply(SMALL)
+    panel = TracePanel(st)
+    panel.for_scenario = st.scenario
+    panel.for_estimate = {"per_gpu": {"peak_allocated_bytes": 10 * GiB}, "peak_phase": "forward"}
+    result = {"per_gpu": {"peak_allocated_bytes": 11 * GiB},
+              "trace": {"peak_phase": "backward", "peak_step": 2, "ops": 1234, "seconds": 2.5,
+                        "by_module": {"h.0": GiB, "h.1": 2 * GiB}, "timeline": []}}
+    panel.job.start()
+    panel.job.finish(result)
+    out = panel.output.value
+    assert "Traced peak 11.0 GiB: Backward, step 2" in out and "1,234 ops in 2.5 s" in out
+    assert "+1.0 GiB (+10.0%)" in out and "The estimate&#x27;s peak: Forward." in out
+    assert "h.0-1" in out and "2 blocks, 2.0 GiB each at most" in out
+    set_lang(st, "zh")
+    out = panel.output.value
+    assert "追踪峰值 11.0 GiB：第 2 步，反向" in out and "估算的峰值：前向。" in out
+    assert "2 个块，单个最多 2.0 GiB" in out and panel.button.description == "追踪此方案"

@@ -14,7 +14,7 @@ import ipywidgets as W
 
 from . import measure_state as M
 from .chart import ChartPanel, prepare_altair
-from .i18n import N_, _, msg, speaking_for
+from .i18n import N_, _, current_lang, msg, speaking_for
 from .jobs import Jobs
 from .section import section
 from .text import message_html, size
@@ -166,11 +166,12 @@ class LivePanel(W.VBox):
         self._drawn = len(rows)
         total = rows[-1].get("total_bytes")
         name = (self.gpu or {}).get("name")
+        lang = current_lang()
 
         def build():
             prepare_altair()
             from ..charts.trace_timeline import monitor_chart
-            return monitor_chart(rows, total_bytes=total, gpu_name=name)
+            return monitor_chart(rows, total_bytes=total, gpu_name=name, lang=lang)
 
         def done(chart):
             if isinstance(chart, Exception):

@@ -14,7 +14,7 @@ import ipywidgets as W
 
 from . import measure_state as M
 from .chart import ChartPanel, prepare_altair
-from .i18n import _, msg, speaking, speaking_for
+from .i18n import _, current_lang, msg, speaking, speaking_for
 from .jobs import Jobs, kernel
 from .section import section
 from .text import message_html, size
@@ -36,11 +36,9 @@ def loop_poster(state):
 
 
 def phase_label(key) -> str:
-    """A phase key ('optimizer-step') as the page says it: its catalogue entry, else
-    'Optimizer step'."""
+    """A phase key ('optimizer-step') as the page says it ('Optimizer step', '优化器步')."""
     from ..charts.theme import label
-    text = msg(str(key))
-    return text if text != str(key) else label(str(key))
+    return label(str(key), lang=current_lang())
 
 
 def pct(v) -> str:
@@ -205,12 +203,14 @@ class TracePanel(W.VBox):
         if dev is not None and top < dev.usable_bytes / 2:
             dev = None            # far below the GPU's line: draw the step, not the GPU
 
+        lang = current_lang()
+
         def build():
             prepare_altair()
             from ..charts.trace_timeline import trace_timeline_chart
             return trace_timeline_chart(events, estimate_peak_bytes=est_peak,
                                         usable_bytes=dev.usable_bytes if dev else None,
-                                        gpu_name=dev.name if dev else None)
+                                        gpu_name=dev.name if dev else None, lang=lang)
 
         def done(chart):
             if isinstance(chart, Exception):
