@@ -250,16 +250,24 @@ def gpu_classes(scenario, eng, mask) -> list[tuple]:
     ck = (json.dumps(scenario, sort_keys=True, default=str), cols.tobytes(), id(eng))
     if ck in _CLASSES:
         return _CLASSES[ck]
-    groups: dict = {}
+    # the scenario reads what a GPU can run (scenario.rules: its capabilities, generation);
+    # GPUs alike in those share a scenario: one is built per kind, then kinds that give the
+    # same scenario are one group
+    kinds: dict = {}
     for i in cols:
-        gid = eng.devices[int(i)].id
+        dev = eng.devices[int(i)]
+        sig = (freeze_caps(dev), getattr(dev, "compute_capability", None),
+               getattr(dev, "architecture", None), getattr(dev, "vendor", None))
+        kinds.setdefault(sig, []).append(int(i))
+    groups: dict = {}
+    for idx in kinds.values():
         try:
-            d = Scenario.from_dict({**scenario, "gpu": gid}).to_dict()
+            d = Scenario.from_dict({**scenario, "gpu": eng.devices[idx[0]].id}).to_dict()
             d.pop("gpu", None)
             key = json.dumps(d, sort_keys=True, default=str)
         except ScenarioError as exc:
             key = "error: " + str(exc)
-        groups.setdefault(key, []).append(int(i))
+        groups.setdefault(key, []).extend(idx)
     if len(groups) == 1:
         out = [(None, mask)]
     else:
@@ -272,3 +280,8 @@ def gpu_classes(scenario, eng, mask) -> list[tuple]:
         _CLASSES.clear()
     _CLASSES[ck] = out
     return out
+
+
+def freeze_caps(dev) -> tuple:
+    caps = dict(getattr(dev, "capabilities", None) or {})
+    return tuple(sorted((str(k), str(v)) for k, v in caps.items()))
