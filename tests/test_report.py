@@ -197,3 +197,15 @@ def test_chinese_html_charts():
     assert "<h2>建议</h2>" in page
     # the savings waterfall, drawn in Chinese: 30 GiB today, -3 GiB for checkpointing
     assert "从当前峰值到装得下" in page and "-3.0 GiB · 计算量 +33%" in page
+
+
+def test_every_chart_of_a_chinese_report_is_in_chinese():
+    pytest.importorskip("altair")
+    from vramplan.report.svg import specs
+    est = {**EST, "fits": False, "per_gpu": {**EST["per_gpu"], "device_used_bytes": 30 * GiB},
+           "phases": {"forward": {"weights": 10 * GiB, "activations": 4 * GiB}}}
+    titles = {k: s["title"]["text"] for k, s in specs(assemble(est, DEVICE, advice=ADVICE,
+                                                                lang="zh")) if "title" in s}
+    assert set(titles) >= {"savings", "bandwidth", "phases"}
+    # every title has Chinese characters in it
+    assert all(re.search(r"[\u4e00-\u9fff]", t) for t in titles.values()), titles

@@ -1,6 +1,7 @@
-"""The report's charts: the `vramplan.charts` builders at a fixed width, rendered to SVG by
-vl-convert (offline: no request, no browser). altair and vl_convert load inside `charts()`
-only, so importing the report costs nothing until an HTML report is asked for."""
+"""The report's charts: the `vramplan.charts` builders at a fixed width and in the report's
+language, rendered to SVG by vl-convert (offline: no request, no browser). altair and
+vl_convert load inside `charts()` only, so importing the report costs nothing until an HTML
+report is asked for."""
 from __future__ import annotations
 
 import re
@@ -31,9 +32,10 @@ def specs(r: Report) -> list[tuple[str, dict]]:
                                                          width=WIDTH, lang=r.lang)))
     bw = est.get("bandwidth") or {}
     if bw.get("bytes_per_step") or bw.get("needed_bandwidth_gbs"):
-        out.append(("bandwidth", C.bandwidth_chart(est, gpu_name=name, width=WIDTH)))
+        out.append(("bandwidth", C.bandwidth_chart(est, gpu_name=name, width=WIDTH,
+                                                   lang=r.lang)))
     if est.get("phases"):
-        out.append(("phases", C.phases_chart(est, width=WIDTH, height=220)))
+        out.append(("phases", C.phases_chart(est, width=WIDTH, height=220, lang=r.lang)))
     return [(k, c.to_dict()) for k, c in out]
 
 
