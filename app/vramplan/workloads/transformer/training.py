@@ -114,6 +114,10 @@ class Training:
         nl = par.stage_layers(a.total_layers, L.pipeline)
         inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
         nl_live = nl * inflight
+        # 1F1B with micro-batches <= pp - i: every forward runs before the stage's first
+        # backward, which starts with no gradients (set_to_none); the later ones hold one
+        # micro-batch fewer beside the gradients (Megatron's schedule; tracing/pipeline.py)
+        one_pass = L.pipeline > 1 and 1 < ga <= L.pipeline - self.stage and not self.legacy
         r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
         ckpt = sc.checkpointing or "none"
         if ckpt == "full":
@@ -123,6 +127,7 @@ class Training:
             acts = nl_live * selective_coeff(a, k) * sbh
         else:
             acts = nl_live * layer_full
+        per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
         # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
         acts += ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
         acts += (self.p * sbh if self.last else 0)
@@ -151,7 +156,7 @@ class Training:
             fsdp_ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if lora else pb)
             fsdp_ws += self.embed_g * cb // max(1, 1)  # head / embedding gathered for logits
         persist = ga > 1 or self.legacy
-        grads_at_bwd = grads_full if persist else 0
+        grads_at_bwd = grads_full if persist and not one_pass else 0
         if in_bwd:
             grads_at_bwd = 0
         held_grad = 0
@@ -170,6 +175,9 @@ class Training:
                "activations": int(acts + bwd_extra),
                "temporary": ckpt_cache + fsdp_ws}
         phases = {"forward": fwd_end, "backward": bwd}
+        if one_pass:
+            phases["backward-later"] = dict(bwd, gradients=grads_full + held_grad,
+                                            activations=int(acts - per_mb + bwd_extra))
         if not in_bwd and optim != "none":
             phases["optimizer-step"] = {"weights": weights, "gradients": grads_full,
                                         "optimizer_states": states, "temporary": step_tmp}
