@@ -75,10 +75,12 @@ def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | No
     if r["peak"]:
         pk = alt.Chart(alt.Data(values=r["peak"]))
         right = (r["peak"][0]["event_index"] - lo) / (hi - lo) > 0.6
+        # a label on a rule just above the peak would be struck through: put it below then
+        near = any(0 <= x["gib"] - r["peak"][0]["gib"] <= 0.08 * top for x in lines)
         layers += [pk.mark_point(filled=True, size=70, color=theme.NO_FIT_COLOR).encode(x=x, y=y),
                    pk.mark_text(align="right" if right else "left", dx=-8 if right else 8,
-                                dy=-8, fontWeight="bold", color=theme.NO_FIT_COLOR).encode(
-                       x=x, y=y, text="text:N")]
+                                dy=16 if near else -8, fontWeight="bold",
+                                color=theme.NO_FIT_COLOR).encode(x=x, y=y, text="text:N")]
     return theme.finish(alt.layer(*layers),
                         title_text=t("Traced memory over two steps (GiB per GPU)"),
                         subtitle=t("allocated after each event; dashed: the estimate's peak"),
