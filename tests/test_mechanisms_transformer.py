@@ -88,3 +88,16 @@ def test_output_projection_gradient_is_live_from_the_start_of_backward():
     acc = estimate(_qwen(gradient_accumulation=2), with_max_batch=False)
     assert acc.footprint.phases["backward"]["gradients"] == \
         acc.footprint.phases["optimizer-step"]["gradients"]
+
+
+def test_t5_inner_dropout_keeps_a_mask_and_the_dropped_copy():
+    """HF T5 (v1.0: ReLU, d_ff 4 x d_model) drops between the activation and wo: the ReLU output
+    (saved by relu), the 1-byte mask and the dropped copy wo saves, 2 p f + f, instead of the
+    one ReLU output p f a dropout-free config keeps."""
+    arch = get_model("t5-small").arch
+    assert (arch.activation, arch.gated_mlp, arch.ffn // arch.hidden) == ("relu", False, 4)
+    k = Kernels(p=4, mixed=False, attention="eager", dropout=True, compile=False)
+    with_drop, _ = layer_coeffs(arch, k)
+    no_drop, _ = layer_coeffs(replace(arch, hidden_dropout=0.0, attention_dropout=0.0), k)
+    # MLP interior 4 x 4 + 4 + 4 x 4 = 36 vs 16; plus the two hidden masks (2)
+    assert with_drop - no_drop == (36 - 16) + 2 == 22

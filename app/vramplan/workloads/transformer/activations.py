@@ -51,6 +51,9 @@ def dropout_flags(arch, training: bool) -> tuple[bool, bool]:
 # tools/autograd/derivatives.yaml: relu -> threshold_backward(grad, result, 0); gelu, silu and
 # gelu_new/tanh forms read `self`): a non-gated MLP then saves one f-wide tensor, not two
 _OUTPUT_SAVING = {"relu"}
+# HF T5 / mT5 apply the hidden dropout inside the MLP too, between the activation (or the gated
+# product) and wo (T5DenseActDense / T5DenseGatedActDense): one more f-wide 1-byte mask
+_INNER_DROPOUT = {"t5", "mt5"}
 
 
 def saves_output(arch) -> bool:
@@ -147,10 +150,16 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     elif saves_output(arch):
         c += p * f                             # ReLU saves its output, which is fc2's input:
         # one tensor (derivatives.yaml: relu -> threshold_backward(grad, result))
+        if hid_drop and arch.model_type in _INNER_DROPOUT and keep["down"]:
+            c += p * f                         # unless a dropout sits between: fc2 saves the
+            # dropped copy, a second f-wide tensor
     else:
         c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
         if not keep["down"] and not k.compile:
             c -= p * f
+    if hid_drop and arch.model_type in _INNER_DROPOUT:
+        c += f                                 # the inner dropout's 1-byte mask (the dropped
+        # copy replaces the down input the walk counts above)
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
     c += 1 if hid_drop else 0                  # dropout mask after MLP
