@@ -56,6 +56,11 @@ _OUTPUT_SAVING = {"relu"}
 _INNER_DROPOUT = {"t5", "mt5"}
 
 
+def inner_dropout(arch) -> bool:
+    """Whether the model drops inside its MLP, between the activation and the down projection."""
+    return getattr(arch, "model_type", "") in _INNER_DROPOUT
+
+
 def saves_output(arch) -> bool:
     """Whether the MLP activation's backward reads its output (shared with the next linear's
     saved input), so fc1's output is not kept as well."""
@@ -150,14 +155,14 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     elif saves_output(arch):
         c += p * f                             # ReLU saves its output, which is fc2's input:
         # one tensor (derivatives.yaml: relu -> threshold_backward(grad, result))
-        if hid_drop and arch.model_type in _INNER_DROPOUT and keep["down"]:
+        if hid_drop and inner_dropout(arch) and keep["down"]:
             c += p * f                         # unless a dropout sits between: fc2 saves the
             # dropped copy, a second f-wide tensor
     else:
         c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
         if not keep["down"] and not k.compile:
             c -= p * f
-    if hid_drop and arch.model_type in _INNER_DROPOUT:
+    if hid_drop and inner_dropout(arch):
         c += f                                 # the inner dropout's 1-byte mask (the dropped
         # copy replaces the down input the walk counts above)
     if arch.is_moe:

@@ -11,7 +11,8 @@ from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype
 from ..base import Footprint
 from . import sharding, traffic
-from .activations import layer_coeffs, saves_output, selective_coeff, upcasts_softmax
+from .activations import (inner_dropout, layer_coeffs, saves_output, selective_coeff,
+                          upcasts_softmax)
 from .lora import lora_modules
 
 
@@ -252,6 +253,7 @@ class Training:
                 f"train-mode dropout from the config (hidden {hid:g}, attention {att:g}): a "
                 "1-byte mask per element of every dropped tensor (two hidden masks per block"
                 + (", one per attention probability under eager attention" if att > 0 else "")
+                + (", one inside the MLP before wo (HF T5)" if inner_dropout(a) else "")
                 + "); a probability of 0 keeps no mask (torch returns the input)")
         elif any(hf_config.default_dropout(a.model_type)):
             self.notes.append(f"dropout 0 in this {a.model_type} config (its HF class defaults "
