@@ -9,7 +9,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from ..catalog import get_model, list_models, spec_from_architecture
 from ..errors import UnknownIdError, VramplanError
-from ..scenario import form
+from ..scenario import Scenario, form
 from ..scenario.keys import EXTRA_NAMES
 from ..scenario.query import parse_query
 from .text import format_params
@@ -186,3 +186,23 @@ def describe_model(draft: dict) -> str:
         size = f", {format_params(n())} parameters" if callable(n) else ""
         return f"Your own config.json: {spec.family}{size}."
     return ""
+
+
+def compact(d: dict, gpu: str | None) -> dict:
+    """The draft without entries its scenario would have anyway (a link's `parallel.data`
+    equal to what `parallel.gpus` gives), so later edits move them."""
+    try:
+        sc = Scenario.from_dict(form.fold({**d, "gpu": gpu}))
+    except VramplanError:
+        return d
+    out = dict(d)
+    for k in reversed(list(d)):
+        if k in SEED:
+            continue
+        trial = {x: v for x, v in out.items() if x != k}
+        try:
+            if Scenario.from_dict(form.fold({**trial, "gpu": gpu})) == sc:
+                out = trial
+        except VramplanError:
+            continue
+    return out

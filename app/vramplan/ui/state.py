@@ -26,7 +26,7 @@ from ..scenario import Scenario
 from ..scenario import form
 from ..scenario.keys import BY_NAME
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
-                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, notice, default_draft,
+                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, compact, notice, default_draft,
                     default_gpu, describe_model, draft_from_query, draft_key, family_of, flat,
                     is_for_people, model_family, readable_query, search_models)
 from .i18n import N_, normalise_lang, speaking
@@ -331,23 +331,7 @@ class PlanState:
         return default_gpu(self.db)
 
     def _compact(self, d: dict) -> dict:
-        """The draft without entries its scenario would have anyway (a link's
-        `parallel.data` equal to what `parallel.gpus` gives), so later edits move them."""
-        try:
-            sc = Scenario.from_dict(form.fold({**d, "gpu": self.gpu}))
-        except VramplanError:
-            return d
-        out = dict(d)
-        for k in reversed(list(d)):
-            if k in SEED:
-                continue
-            trial = {x: v for x, v in out.items() if x != k}
-            try:
-                if Scenario.from_dict(form.fold({**trial, "gpu": self.gpu})) == sc:
-                    out = trial
-            except VramplanError:
-                continue
-        return out
+        return compact(d, self.gpu)
 
     # ------------------------------------------------------------ the plan
     def _push(self) -> None:

@@ -8,8 +8,10 @@ only). Layout is by class, never inline, so that the narrow layouts can change i
 from 900 px, one below (the results under the controls).
 """
 
+# Latin faces first, then the usual Simplified Chinese ones (the ?lang=zh page)
 FONT = ("-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, "
-        "sans-serif")
+        "'PingFang SC', 'Hiragino Sans GB', 'Microsoft YaHei', 'Noto Sans CJK SC', "
+        "'WenQuanYi Micro Hei', sans-serif")
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 
 PAGE = """
@@ -50,7 +52,9 @@ CSS = PAGE + f"""
 .vp-header .vp-logo {{ font-size: 21px; font-weight: 700; letter-spacing: -0.02em; color: #111827; }}
 .vp-header .vp-logo span {{ color: #2563eb; }}
 .vp-header .vp-tagline {{ color: #6b7280; font-size: 13px; }}
-.vp-top .vp-undo {{ margin-left: auto; }}
+.vp-top .vp-lang {{ margin-left: auto; width: auto; }}
+.vp-lang .widget-toggle-button {{ width: auto; min-width: 44px; padding: 0 10px; font-size: 12.5px;
+                                  border-radius: 6px; }}
 .vp-version {{ color: #9ca3af; font-size: 12px; }}
 .vp-body {{ display: flex; flex-direction: row; gap: 16px; align-items: flex-start;
            width: 100%; overflow: visible; }}

@@ -1,0 +1,91 @@
+"""The planner in Chinese in a real browser: `?lang=zh` opens the page in Chinese and keeps
+`lang=zh` in the address; the header's EN / 中文 switch turns it back to English (and drops
+`lang` from the address) with the plan unchanged. Screenshots: test-artifacts/planner-zh.png
+and planner-zh-then-en.png."""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, app_server
+
+T_START = 120_000     # ms: server up + kernel start + notebook run on 2 busy CPUs
+T_STEP = 60_000       # ms: one round trip (a click -> kernel -> the page built again)
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                       reason=f"no Chromium at {CHROMIUM} (CI installs the chromium package)"),
+]
+
+
+@pytest.fixture(scope="module")
+def server():
+    pytest.importorskip("voila")
+    with app_server(log_name="voila-i18n.log") as (base, _proc):
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def wait_text(page, selector: str, needle: str, timeout: int = T_STEP) -> None:
+    page.wait_for_function(
+        "([sel, t]) => [...document.querySelectorAll(sel)].some(e => (e.textContent || '')"
+        ".includes(t))", arg=[selector, needle], timeout=timeout)
+
+
+def query(page) -> dict:
+    return {k: v[-1] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def test_lang_zh_opens_the_page_in_chinese_and_the_switch_goes_back(server, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside: list[str] = []
+    context.route(lambda url: (urlparse(url).hostname or "") not in LOCAL_HOSTS
+                  and url.startswith(("http://", "https://")),
+                  lambda route: (outside.append(route.request.url), route.abort()))
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/?model=gpt2&task=train&lang=zh", timeout=T_START,
+                  wait_until="domcontentloaded")
+        page.locator(".vp-verdict-title").first.wait_for(state="attached", timeout=T_START)
+        wait_text(page, ".vp-section-title", "工作负载", T_START)
+        title = page.locator(".vp-verdict-title").first.inner_text()
+        assert "装" in title and "fit" not in title.lower()          # 装得下 / 装不下
+        assert "GPT-2" in title or "H100" in title
+        body = page.locator(".vp-app").first.inner_text()
+        assert len(CJK.findall(body)) > 300
+        for english in ("Workload", "How it runs", "Peak allocated", "Undo", "The GPU"):
+            assert english not in body, english
+        assert "gpt2" in page.locator(".vp-verdict-sub").first.inner_text()
+        wait_text(page, ".vp-lang button", "中文")
+        page.wait_for_function("() => new URLSearchParams(location.search).get('lang') === "
+                               "'zh'", timeout=T_STEP)
+        assert query(page)["model"] == "gpt2"
+        page.screenshot(path=str(ARTIFACTS / "planner-zh.png"), full_page=True)
+
+        page.locator(".vp-lang button", has_text="EN").first.click()
+        wait_text(page, ".vp-section-title", "Workload")
+        page.locator(".vp-verdict-title").first.wait_for(state="attached", timeout=T_STEP)
+        title = page.locator(".vp-verdict-title").first.inner_text()
+        assert re.search(r"\bfits? on\b", title.lower()) and not CJK.search(title)
+        page.wait_for_function("() => !new URLSearchParams(location.search).has('lang')",
+                               timeout=T_STEP)
+        assert query(page)["model"] == "gpt2" and query(page)["task"] == "train"
+        page.screenshot(path=str(ARTIFACTS / "planner-zh-then-en.png"), full_page=True)
+    finally:
+        context.close()
+    assert not outside, f"requests outside the server: {outside}"
