@@ -52,6 +52,10 @@ def test_a_message_with_values_is_translated_by_its_pattern():
     assert i18n.translate_message(msg, "en") == msg
     assert i18n.translate_message("batch_size: " + "must be >= 1, got 0", "zh") == \
         "batch_size: 必须 >= 1，得到的是 0"
+    from vramplan.scenario import form
+    problem = form.check({"model": "gpt2", "batch_size": 0})["batch_size"]
+    assert problem == "must be between 1 and 1073741824, got 0"          # the form's words
+    assert i18n.translate_message(problem, "zh") == "必须在 1 到 1073741824 之间，得到的是 0"
     assert i18n.translate_message("a sentence no catalogue has", "zh") == \
         "a sentence no catalogue has"
 
