@@ -70,7 +70,7 @@ def traced(entry):
         spec = get_model(scn["model"])
         if spec.config.get("guidance") == "cfg":
             scn["batch_size"] = 2 * scn["batch_size"]     # the CFG batch the denoiser sees
-    return trace.trace_real(scn, src, timeline=False)
+    return trace.trace_real(scn, src, mode=entry.get("mode", "fake"), timeline=False)
 
 
 def run(entries) -> list[dict]:

@@ -100,6 +100,10 @@ def _trace(args):
             raise VramplanError(f"{args.hf_config}: cannot read: {exc.strerror}") from None
         if not isinstance(config, dict):
             raise VramplanError(f"{args.hf_config}: a config.json is a JSON object")
+        if not isinstance(config.get("model_type") or config.get("_class_name"), str):
+            raise VramplanError(f"{args.hf_config}: config.json has no 'model_type' (a "
+                                "transformers config names its model type; a diffusers "
+                                "config its '_class_name')")
         return trace.trace_real(_hf_scenario(args, config), {"hf": config}, **kw)
     if args.module:
         return trace.trace_real(None, {"module": args.module, "task": args.task,

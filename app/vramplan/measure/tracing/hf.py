@@ -108,7 +108,13 @@ def build_model(config: dict, kind: str, attention: str = "sdpa"):
             "encoder-decoder": tf.AutoModelForSeq2SeqLM,
             "vision": tf.AutoModelForImageClassification}[kind]
     try:
-        return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
+        try:
+            return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
+        except ValueError as exc:
+            if c._attn_implementation != "sdpa" or "attention implementation" not in str(exc):
+                raise
+            c._attn_implementation = "eager"   # e.g. Gemma-2 (logit soft-capping): eager only
+            return auto.from_config(c, dtype=torch.get_default_dtype())
     except ValueError as exc:
         raise VramplanError(f"config.json: transformers has no {auto.__name__[12:]} for "
                             f"model_type '{c.model_type}': {str(exc).splitlines()[0][:160]}") \

@@ -56,8 +56,29 @@ def ensure_torchvision() -> bool:
     _TV_LIB = torch.library.Library("torchvision", "FRAGMENT")
     for op in ("nms", "qnms"):
         _TV_LIB.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+    _TV_LIB.impl("nms", _nms, "CPU")
     import torchvision  # noqa: F401,F811
+    import torchvision.ops.boxes as boxes
+    boxes._assert_has_ops = lambda: None   # nms has a schema and a CPU kernel now (below)
     return True
+
+
+def _nms(dets, scores, iou_threshold):
+    """Greedy non-maximum suppression (torchvision's CPU kernel, in Python) for mode 'cpu':
+    the indices kept, by decreasing score."""
+    x1, y1, x2, y2 = dets.unbind(1)
+    area = (x2 - x1) * (y2 - y1)
+    dead = torch.zeros(dets.shape[0], dtype=torch.bool)
+    keep = []
+    for i in scores.argsort(descending=True).tolist():
+        if dead[i]:
+            continue
+        keep.append(i)
+        w = (torch.minimum(x2[i], x2) - torch.maximum(x1[i], x1)).clamp(min=0)
+        h = (torch.minimum(y2[i], y2) - torch.maximum(y1[i], y1)).clamp(min=0)
+        inter = w * h
+        dead |= inter / (area[i] + area - inter) > iou_threshold
+    return torch.tensor(keep, dtype=torch.long)
 
 
 def require(name: str):
@@ -113,6 +134,46 @@ def _vision_job(make, name, kwargs, scn, lib):
             loss = lambda net, x, y: F.cross_entropy(net(x), y)  # noqa: E731
             fwd = lambda net, x, y: net(x)  # noqa: E731
         return _job(model, (x, y), loss, fwd, scn, f"{lib} {name} built with random weights")
+    build.precision = scn.precision_for("default")
+    return build
+
+
+DETECTION = ("fasterrcnn_", "retinanet_", "fcos_", "maskrcnn_", "keypointrcnn_", "ssd")
+
+
+def _detection_job(tv, name, kw, scn):
+    """A torchvision detector's training step: images at the scenario's resolution (the
+    transform's min/max size set to it, so nothing is resized), `boxes_per_image` random boxes
+    per image. Proposal counts depend on data (NMS): it runs in mode 'cpu' (real tensors)."""
+    _train(scn)
+    n = int(kw.pop("boxes_per_image", 8))
+    b, (h, w) = int(scn.batch_size), _size(scn, 512)
+    kw.setdefault("weights_backbone", None)
+    kw.update(min_size=min(h, w), max_size=max(h, w))
+
+    def build():
+        from torch._guards import active_fake_mode
+        if active_fake_mode() is not None:
+            raise VramplanError(f"torchvision {name}: detection keeps data-dependent numbers of "
+                                "proposals (NMS), which fake tensors cannot hold; trace it "
+                                "with mode 'cpu' at a small size")
+        model = tv.models.get_model(name, weights=None, **kw)
+        g = torch.Generator().manual_seed(0)
+        xy = torch.rand(b, n, 2, generator=g) * torch.tensor([w / 2, h / 2])
+        wh = 16 + torch.rand(b, n, 2, generator=g) * torch.tensor([w / 2 - 16, h / 2 - 16])
+        boxes = torch.cat([xy, xy + wh], -1)
+        labels = torch.randint(1, int(kw.get("num_classes", 91)), (b, n), generator=g)
+        x = torch.randn(b, 3, h, w, generator=g)
+
+        def loss(net, x, boxes, labels):
+            t = [{"boxes": boxes[i], "labels": labels[i]} for i in range(x.shape[0])]
+            return sum(net(list(x), t).values())
+
+        def fwd(net, x, boxes, labels):
+            return net(list(x))
+        return _job(model, (x, boxes, labels), loss, fwd, scn,
+                    f"torchvision {name} with random weights, {n} random boxes per image")
+    build.precision = scn.precision_for("default")
     return build
 
 
@@ -121,11 +182,13 @@ def torchvision_job(name: str, kwargs: dict, scn):
     kw = {k: v for k, v in kwargs.items() if k not in ("weights", "weights_backbone")}
     if name not in tv.models.list_models():
         raise VramplanError(f"torchvision {tv.__version__} has no model '{name}'")
+    if name.startswith(DETECTION):
+        return _detection_job(tv, name, kw, scn)
     if name.startswith(("fcn_", "deeplabv3_", "lraspp_")):
         kw.setdefault("weights_backbone", None)
         kw.setdefault("aux_loss", False)
-    return _vision_job(lambda: tv.models.get_model(name, weights=None, **kw), name, kw, scn,
-                       "torchvision")
+    return _vision_job(lambda: _on_meta(lambda: tv.models.get_model(name, weights=None, **kw)),
+                       name, kw, scn, "torchvision")
 
 
 def timm_job(name: str, kwargs: dict, scn):
@@ -138,8 +201,9 @@ def timm_job(name: str, kwargs: dict, scn):
 
 
 def _on_meta(make):
-    """Under a fake mode: build on the meta device outside it (timm's constructors call
-    `.item()` on tensors, e.g. the stochastic-depth rates, which a fake tensor cannot answer),
+    """Under a fake mode: build on the meta device outside it (timm's and torchvision's
+    constructors call `.item()` on tensors, e.g. the stochastic-depth rates of ConvNeXt, which
+    a fake tensor cannot answer),
     then give every parameter and buffer a fake storage of its shape (tied ones stay tied).
     Values are not used."""
     from torch._guards import active_fake_mode

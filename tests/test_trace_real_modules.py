@@ -1,0 +1,214 @@
+"""Tracing the real third-party modules (measure/tracing/hf.py, thirdparty.py) and the trace
+CLI's --hf-config / --module. Each library is optional: its tests skip when it is missing."""
+import json
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from vramplan.cli import main  # noqa: E402
+from vramplan.errors import UnavailableError, VramplanError  # noqa: E402
+from vramplan.measure import trace  # noqa: E402
+
+# A GPT-2 whose every tensor is a multiple of 512 bytes in fp32 (so the allocator's 512-byte
+# rounding adds nothing): n_embd 128, 4 heads, 2 layers, 1024 tokens, 128 positions.
+GPT2 = {"model_type": "gpt2", "n_embd": 128, "n_head": 4, "n_layer": 2, "n_positions": 128,
+        "vocab_size": 1024, "activation_function": "gelu_new"}
+# parameters by hand: wte 1024*128 + wpe 128*128 + ln_f 2*128 + per layer (ln_1 256, c_attn
+# 128*384+384, attn c_proj 128*128+128, ln_2 256, c_fc 128*512+512, mlp c_proj 512*128+128)
+GPT2_PARAMS = 1024 * 128 + 128 * 128 + 256 + 2 * (256 + 49_536 + 16_512 + 256 + 66_048 + 65_664)
+assert GPT2_PARAMS == 544_256
+
+
+def _need(name):
+    from vramplan.measure.tracing.thirdparty import require
+    try:
+        return require(name)
+    except UnavailableError as exc:
+        pytest.skip(str(exc))
+
+
+def _scenario(**kw):
+    d = {"architecture": GPT2, "task": "train", "batch_size": 2, "seq_len": 64,
+         "precision": "fp32", "optimizer": "adamw", "attention": "sdpa"}
+    d.update(kw)
+    return d
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def one_error(err):
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vramplan: error: "), err
+    return lines[0]
+
+
+def test_transformers_gpt2_weights_are_parameters_times_four():
+    _need("transformers")
+    r = trace.trace_real(_scenario(), {"hf": GPT2}, timeline=False)
+    assert r.components["weights"] == 4 * GPT2_PARAMS == 2_177_024
+    # AdamW: exp_avg + exp_avg_sq, fp32 each (the step counters are host scalars)
+    assert r.phases["optimizer-step"]["components"]["optimizer_states"] == 2 * 4 * GPT2_PARAMS
+
+
+def test_transformers_gpt2_agrees_with_the_compact_gpt2():
+    """The same config, the same workload (activations dominate at batch 8 x 128 tokens):
+    transformers' GPT2LMHeadModel and vramplan's own compact GPT-2 within 5% at the peak, with
+    the fused tanh GELU both use (`gelu_pytorch_tanh`)."""
+    _need("transformers")
+    cfg = {**GPT2, "activation_function": "gelu_pytorch_tanh"}
+    s = _scenario(architecture=cfg, batch_size=8, seq_len=128)
+    real = trace.trace_real(s, {"hf": cfg}, timeline=False)
+    own = trace.trace(s, timeline=False)
+    assert real.components["activations"] > 5 * real.components["weights"]
+    assert abs(real.peak_allocated_bytes / own.peak_allocated_bytes - 1) < 0.05
+
+
+def test_transformers_gelu_new_keeps_three_more_tensors_per_mlp():
+    """transformers' `gelu_new` is Python arithmetic, 0.5*x*(1+tanh(c*(x+0.044715*x**3))):
+    autograd keeps tanh's output and both factors of the last product, three fp32 tensors of
+    tokens x 4h per layer more than the fused GELU (which keeps its input only)."""
+    _need("transformers")
+    s = _scenario(batch_size=8, seq_len=128)
+    fused = {**GPT2, "activation_function": "gelu_pytorch_tanh"}
+    new = trace.trace_real(s, {"hf": GPT2}, timeline=False)
+    old = trace.trace_real(_scenario(architecture=fused, batch_size=8, seq_len=128),
+                           {"hf": fused}, timeline=False)
+    tensor = 8 * 128 * 512 * 4          # tokens x 4h, fp32
+    assert new.components["activations"] - old.components["activations"] == 2 * 3 * tensor
+
+
+def test_config_without_model_type_is_refused(tmp_path, capsys):
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({"n_embd": 8}))
+    rc, _, err = run(capsys, "trace", "--hf-config", str(f))
+    assert rc == 2
+    assert "no 'model_type'" in one_error(err)
+
+
+def test_unknown_model_type_is_never_remote_code(tmp_path, capsys):
+    _need("transformers")
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps({"model_type": "my-private-net", "auto_map": {"AutoModel": "x.Y"},
+                             "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+                             "num_attention_heads": 4, "intermediate_size": 128}))
+    rc, _, err = run(capsys, "trace", "--hf-config", str(f))
+    assert rc == 2
+    line = one_error(err)
+    assert "'my-private-net'" in line and "trust_remote_code" in line
+
+
+def test_config_that_is_not_json(tmp_path, capsys):
+    f = tmp_path / "config.json"
+    f.write_text("model_type = 'gpt2'")
+    rc, _, err = run(capsys, "trace", "--hf-config", str(f))
+    assert rc == 2
+    assert "not JSON" in one_error(err)
+
+
+def test_cli_hf_config_json(tmp_path, capsys):
+    _need("transformers")
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(GPT2))
+    rc, out, err = run(capsys, "trace", "--hf-config", str(f), "--batch-size", "2",
+                       "--seq-len", "32", "--precision", "fp32", "--format", "json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert d["source"] == "trace"
+    assert d["per_gpu"]["components"]["weights"] == 4 * GPT2_PARAMS
+    assert d["scenario"]["architecture"]["n_embd"] == 128
+
+
+FACTORY = '''
+import torch
+
+def net():
+    m = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 10))
+    return m, (torch.randn(32, 256),), lambda out: out.float().pow(2).mean()
+
+def no_loss():
+    return torch.nn.Linear(256, 1024), torch.randn(4, 256)
+
+def bare():
+    return torch.nn.Linear(4, 4)
+'''
+
+
+def test_cli_module_factory(tmp_path, monkeypatch, capsys):
+    (tmp_path / "my_nets.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rc, out, err = run(capsys, "trace", "--module", "my_nets:net", "--format", "json")
+    assert rc == 0, err
+    d = json.loads(out)
+    # 256x1024 + 1024 and 1024x10 fp32 (4,194,304 + 4,096 + 40,960 bytes) and the 40-byte
+    # bias of the last layer rounded to the allocator's 512
+    assert d["per_gpu"]["components"]["weights"] == 1_048_576 + 4_096 + 40_960 + 512
+    rc, out, err = run(capsys, "trace", "--module", "my_nets:no_loss", "--task", "forward",
+                       "--format", "json")
+    assert rc == 0, err
+    assert json.loads(out)["per_gpu"]["components"]["gradients"] == 0
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("my_nets", "takes 'package.module:factory'"),
+    ("no_such_module_here:f", "cannot import 'no_such_module_here'"),
+    ("my_nets:missing", "has no callable 'missing'"),
+    ("my_nets:bare", "must return (module, example_inputs)"),
+    ("my_nets:no_loss", "train needs a loss_fn"),
+])
+def test_cli_module_errors(tmp_path, monkeypatch, capsys, spec, words):
+    (tmp_path / "my_nets.py").write_text(FACTORY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["trace", "--module", spec] + (["--task", "train"] if "no_loss" in spec else [])
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2
+    assert words in one_error(err)
+
+
+def test_trace_needs_a_source(capsys):
+    rc, _, err = run(capsys, "trace")
+    assert rc == 2
+    assert "--scenario FILE, --hf-config FILE or --module" in one_error(err)
+
+
+def test_torchvision_detection_is_refused_under_fake_tensors():
+    _need("torchvision")
+    s = {"model": "mmdet/faster-rcnn_r50_fpn", "task": "train", "batch_size": 1,
+         "resolution": [256, 256], "precision": "fp32", "optimizer": "sgd"}
+    with pytest.raises(VramplanError, match="data-dependent numbers of proposals"):
+        trace.trace_real(s, {"torchvision": "fasterrcnn_resnet50_fpn"}, timeline=False)
+
+
+def test_unknown_torchvision_and_timm_names():
+    s = {"model": "torchvision/resnet18", "task": "forward", "batch_size": 1}
+    _need("torchvision")
+    with pytest.raises(VramplanError, match="has no model 'resnet9000'"):
+        trace.trace_real(s, {"torchvision": "resnet9000"})
+    _need("timm")
+    with pytest.raises(VramplanError, match="has no model 'resnet9000'"):
+        trace.trace_real(s, {"timm": "resnet9000"})
+
+
+def test_torchvision_resnet18_forward_weights():
+    """resnet18 has 11,689,512 parameters; its 20 BatchNorms add running mean and var (4,800
+    channels in all, fp32) and a num_batches_tracked each: weights hold at least those bytes,
+    and the 512-byte rounding of the ~100 tensors adds at most 512 each."""
+    _need("torchvision")
+    s = {"model": "torchvision/resnet18", "task": "forward", "batch_size": 1,
+         "resolution": [64, 64], "precision": "fp32"}
+    r = trace.trace_real(s, {"torchvision": "resnet18"}, timeline=False)
+    floor = 4 * 11_689_512 + 2 * 4 * 4_800 + 20 * 8
+    assert floor <= r.components["weights"] <= floor + 512 * 200
+
+
+def test_diffusers_config_needs_a_class_name():
+    from vramplan.measure.tracing.thirdparty import diffusers_job
+    with pytest.raises(VramplanError, match="'_class_name' must be one of"):
+        diffusers_job({"_class_name": "os.system"}, None)
