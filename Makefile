@@ -34,6 +34,12 @@ lint: venv
 bench: venv
 	$(BIN)/python benchmarks/fidelity.py
 
+# the real-module comparison (needs PyPI once: pip install -e ".[tracing]")
+.PHONY: real-modules
+real-modules: venv
+	$(BIN)/pip install -q -e ".[tracing]"
+	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/real_modules.py
+
 fidelity: bench
 
 clean:
