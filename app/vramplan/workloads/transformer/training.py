@@ -151,11 +151,12 @@ class Training:
         cast_cache = 0
         if self.mixed and not self.fsdp_mp:
             cast_cache = 2 * (self.blocks_g if not lora else 0)
-        fsdp_ws = 0
+        fsdp_ws = fsdp_root = 0
         if L.zero >= 3 and (group > 1 or par_off):
             cb = 2 if (self.mixed or self.p == 2) else 4
             fsdp_ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if lora else pb)
-            fsdp_ws += self.embed_g * cb // max(1, 1)  # head / embedding gathered for logits
+            fsdp_root = self.embed_g * cb   # the root unit (head / embedding) stays gathered
+            fsdp_ws += fsdp_root
         persist = ga > 1 or self.legacy
         grads_at_bwd = grads_full if persist and not one_pass else 0
         if in_bwd:
@@ -171,10 +172,14 @@ class Training:
         fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
                    "optimizer_states": states, "activations": int(acts),
                    "temporary": cast_cache + fsdp_ws}
+        # FSDP: the loss's backward runs before any block's, beside the gathered root unit only
+        # (FSDP2 unshards a block in its pre-backward); a block's backward adds its gathered
+        # unit, the prefetched one and its unsharded gradients (tracing/plan.py, 2-D trace)
+        bwd_fsdp = fsdp_root + max(0, bwd_tmp + fsdp_ws - fsdp_root - bwd_extra)
         bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad + head_grad,
                "optimizer_states": states,
                "activations": int(acts + bwd_extra),
-               "temporary": ckpt_cache + fsdp_ws}
+               "temporary": ckpt_cache + bwd_fsdp}
         phases = {"forward": fwd_end, "backward": bwd}
         if one_pass:
             phases["backward-later"] = dict(bwd, gradients=grads_full + held_grad,
