@@ -14,8 +14,9 @@ used = reserved + the CUDA context of `runtime.cuda_context_bytes`, fits and hea
 scenario's GPU) and a "trace" section (phases, module groups, timeline, kernel rewrites, notes).
 
 A scenario with `parallel` data > 1 and zero 2/3 is traced as rank 0, FSDP2-sharded on a fake
-process group in this process (tracing/sharded.py); tensor / pipeline / context parallelism and
-ZeRO-1 are refused with a message.
+process group in this process (tracing/sharded.py); tensor / pipeline parallel and FSDP x TP plans
+as rank 0 of each pipeline stage (tracing/plan.py); context parallelism and ZeRO-1 are refused
+with a message.
 
 Importing this module does not import torch (the work is in `vramplan.measure.tracing`, imported
 inside the functions). Method and where trace and the analytic estimate differ: docs/tracing.md.

@@ -10,6 +10,9 @@
 `allocator`    the CUDA caching allocator replayed over the allocation log (reserved bytes)
 `runner`       runs two steps of a Job under FakeTensorMode (or real tensors) and counts
 `sharded`      rank 0 of a ZeRO-2/3 plan: FSDP2 on a fake process group, in this process
+`tensor_parallel`  DTensor tensor / sequence / loss parallel (Megatron-style SP linears, embedding)
+`pipeline`     one pipeline stage's slice and its 1F1B schedule, emulated in this process
+`plan`         rank 0 of a tensor / pipeline / FSDP x TP plan (the three above combined)
 
 These modules import torch at import time: only the measuring functions import them, inside
 the functions (`vramplan.measure.trace` and `vramplan.measure.live` are the public faces).
