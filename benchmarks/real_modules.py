@@ -99,6 +99,8 @@ def gib(n: int) -> str:
 
 def markdown(rows, seconds: float) -> str:
     import torch
+    from vramplan.measure.tracing.thirdparty import ensure_torchvision
+    ensure_torchvision()
     versions = []
     for name in ("transformers", "timm", "torchvision", "diffusers"):
         try:
@@ -106,8 +108,8 @@ def markdown(rows, seconds: float) -> str:
         except Exception as exc:   # noqa: BLE001
             versions.append(f"{name} unavailable ({type(exc).__name__})")
     out = ["# Analytic estimate vs the trace of the real module (2026-12-01)", "",
-           f"`benchmarks/real_modules.py`, {len(rows)} models, {seconds:.0f} s on 2 shared CPU "
-           f"cores; torch {torch.__version__}, {', '.join(versions)}. GPU for the estimate: "
+           f"`benchmarks/real_modules.py`, {len(rows)} models, {seconds:.0f} s of tracing in all "
+           f"on 2 CPU cores shared with other work; torch {torch.__version__}, {', '.join(versions)}. GPU for the estimate: "
            f"{GPU}. Peak allocated bytes (GiB); error = estimate / trace - 1. The trace runs "
            "the module people run (built from its config, no weights) under fake tensors "
            "with the CUDA kernels emulated (docs/tracing.md); it is not a GPU measurement.", "",
@@ -159,7 +161,8 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     new = {r["id"]: r for r in run([e for e in entries if e["id"] not in old])}
     rows = [old.get(e["id"]) or new[e["id"]] for e in entries]
-    text = markdown(rows, time.perf_counter() - t0)
+    print(f"{time.perf_counter() - t0:.0f} s for {len(new)} traced here")
+    text = markdown(rows, sum(r["seconds"] for r in rows))
     Path(args.out).write_text(text)
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
     print(summary(rows))
