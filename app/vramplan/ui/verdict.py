@@ -47,7 +47,7 @@ def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
         prec = sc.get("dtype", "")
     parts = [model, task, size, prec]
     if sc.get("checkpointing") not in (None, "none"):
-        parts.append(_("{kind} checkpointing").format(kind=sc["checkpointing"]))
+        parts.append(_("{kind} checkpointing").format(kind=_(sc["checkpointing"])))
     par = sc.get("parallel") or {}
     if par.get("gpus", 1) > 1:
         parts.append(_("{gpus} GPUs (dp {dp}, tp {tp}, pp {pp}, ZeRO {zero})").format(
