@@ -361,6 +361,7 @@ def test_the_switch_and_the_link_set_the_language_and_the_address_keeps_it(db, m
     assert app.notices.undo.description == "Undo"
     assert "Workload" in app.workload.sections["workload"].children[0].value
     assert app.state.scenario.model == "gpt2"          # the plan stays
+    assert app.trace in app.results.children and app.live in app.results.children
     app.set_lang("zh")
     assert app.notices.undo.description == "撤销" and app.url.query.endswith("lang=zh")
 

@@ -139,7 +139,7 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
                         title_text=t("Bandwidth needed vs achievable on {gpu} (GB/s)").format(
                             gpu=gpu_name) if gpu_name else
                         t("Bandwidth needed vs achievable (GB/s)"),
-                        subtitle="; ".join(notes) or None, width=width, height=height)
+                        subtitle=t("; ").join(notes) or None, width=width, height=height)
 
 
 def compute_ceiling(device: Any, precision: str | None) -> tuple[str | None, float | None]:
@@ -285,4 +285,4 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
     return theme.finish(alt.layer(*layers), title_text=t(
         "Roofline of {gpu} (TFLOPS vs FLOP/byte)").format(gpu=dev.get("name"))
         if dev.get("name") else t("Roofline (TFLOPS vs FLOP/byte)"),
-                        subtitle="; ".join(notes), width=width, height=height)
+                        subtitle=t("; ").join(notes), width=width, height=height)
