@@ -387,3 +387,18 @@ def test_two_pages_in_one_kernel_keep_their_own_languages(db, monkeypatch):
     assert "装" in zh.panel.value and "it on " in en.panel.value     # (does not) fit on
     assert "it on " not in zh.panel.value and "装" not in en.panel.value
     assert "峰值所在阶段" in zh.panel.value and "Peak phase" in en.panel.value
+
+
+def test_a_widget_callback_speaks_its_page_language_and_leaves_no_global():
+    from vramplan.ui.i18n import _, current_lang, speaking, speaking_for
+
+    class Page:
+        lang = "zh"
+    assert _("Undo") == "Undo" and current_lang() == "en"       # outside any page
+    assert speaking_for(Page(), lambda: _("Undo"))() == "撤销"
+    with speaking("zh"):
+        assert _("Undo") == "撤销"
+        with speaking("en"):
+            assert _("Undo") == "Undo"
+        assert current_lang() == "zh"
+    assert current_lang() == "en"

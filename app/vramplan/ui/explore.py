@@ -22,7 +22,7 @@ import ipywidgets as W
 
 from ..errors import VramplanError
 from .chart import ChartPanel, freeze, prepare_altair
-from .i18n import N_, _
+from .i18n import N_, _, speaking_for
 from .jobs import Jobs
 from .section import section
 from .text import message_html
@@ -195,8 +195,8 @@ class ExplorePanel(W.VBox):
         self.status = W.HTML()
         self.chart = ChartPanel(lambda: None, height=320, cls="vp-explore-chart")
         self.chart.on_select("gpu_pick", self._picked)
-        self.view.observe(lambda _: self.update(), "value")
-        self.metric.observe(lambda _: self.update(), "value")
+        self.view.observe(speaking_for(state, lambda _c: self.update()), "value")
+        self.metric.observe(speaking_for(state, lambda _c: self.update()), "value")
         super().__init__([section(_("Charts"), self.view, self.metric, self.status, self.chart,
                                   cls="vp-explore")])
         self._key = None
