@@ -30,7 +30,7 @@ import torch
 from ...errors import ScenarioError, VramplanError
 from .jobs import Job
 from .lora import apply_lora
-from .thirdparty import ensure_torchvision, require
+from .libs import ensure_torchvision, require
 
 VISION_TYPES = ("vit", "deit", "beit", "swin", "swinv2", "convnext", "convnextv2", "resnet",
                 "regnet", "efficientnet", "mobilenet_v2", "dinov2", "levit", "poolformer",

@@ -16,80 +16,21 @@ Vision classifiers train with cross-entropy on `num_classes` labels; segmentatio
 Diffusion modules run `forward` (one inference call, as a pipeline step does); `train` runs
 the denoiser with an MSE loss on its output.
 
-torchvision's PyPI wheels are built against CUDA torch: with the CPU torch pinned here their
-C++ ops (`torchvision::nms`, `roi_align`, ...) do not load, and torchvision 0.28's import then
-fails at its unguarded `register_fake("torchvision::nms")`. `ensure_torchvision` declares the
-two op schemas that registration needs (no kernel), so that the pure-Python parts (models,
-transforms) import; transformers, timm and diffusers import torchvision when it is installed,
-so they need this too. Models that call the C++ ops (detection: nms, roi_align) fail loudly.
+torchvision's CUDA-built PyPI wheel imports with the CPU torch through
+`libs.ensure_torchvision` (its C++ ops are declared, `nms` gets a Python CPU kernel). Detectors
+keep data-dependent numbers of proposals: they run on real CPU tensors (mode 'cpu').
 """
 from __future__ import annotations
 
 import importlib
-import sys
 
 import torch
 import torch.nn.functional as F
 
-from ...errors import ScenarioError, UnavailableError, VramplanError
+from ...errors import ScenarioError, VramplanError
+from .hf import hf_job, transformers
 from .jobs import Job
-
-_TV_LIB = None
-PIP = {"transformers": "transformers", "timm": "timm", "torchvision": "torchvision",
-       "diffusers": "diffusers"}
-
-
-def ensure_torchvision() -> bool:
-    """Import torchvision (True), declaring its C++ op schemas if the compiled ops did not
-    load (see the module docstring); False when torchvision is not installed."""
-    global _TV_LIB
-    try:
-        import torchvision  # noqa: F401
-        return True
-    except ImportError:
-        return False
-    except RuntimeError as exc:
-        if "torchvision::" not in str(exc):
-            raise
-    for k in [m for m in sys.modules if m == "torchvision" or m.startswith("torchvision.")]:
-        del sys.modules[k]
-    _TV_LIB = torch.library.Library("torchvision", "FRAGMENT")
-    for op in ("nms", "qnms"):
-        _TV_LIB.define(f"{op}(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
-    _TV_LIB.impl("nms", _nms, "CPU")
-    import torchvision  # noqa: F401,F811
-    import torchvision.ops.boxes as boxes
-    boxes._assert_has_ops = lambda: None   # nms has a schema and a CPU kernel now (below)
-    return True
-
-
-def _nms(dets, scores, iou_threshold):
-    """Greedy non-maximum suppression (torchvision's CPU kernel, in Python) for mode 'cpu':
-    the indices kept, by decreasing score."""
-    x1, y1, x2, y2 = dets.unbind(1)
-    area = (x2 - x1) * (y2 - y1)
-    dead = torch.zeros(dets.shape[0], dtype=torch.bool)
-    keep = []
-    for i in scores.argsort(descending=True).tolist():
-        if dead[i]:
-            continue
-        keep.append(i)
-        w = (torch.minimum(x2[i], x2) - torch.maximum(x1[i], x1)).clamp(min=0)
-        h = (torch.minimum(y2[i], y2) - torch.maximum(y1[i], y1)).clamp(min=0)
-        inter = w * h
-        dead |= inter / (area[i] + area - inter) > iou_threshold
-    return torch.tensor(keep, dtype=torch.long)
-
-
-def require(name: str):
-    """Import a tracing library or raise UnavailableError naming the extra to install."""
-    ensure_torchvision()
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        raise UnavailableError(f"tracing this model needs {PIP.get(name, name)} "
-                               f"(pip install 'vramplan[tracing]')") from None
-
+from .libs import ensure_torchvision, require  # noqa: F401 (re-exported)
 
 def _size(scn, default=224) -> tuple[int, int]:
     r = scn.resolution or default
@@ -289,7 +230,6 @@ def diffusers_job(config: dict, scn):
 
     def build():
         if cls == "CLIPTextModel":
-            from .hf import transformers
             tf = transformers()
             c = tf.CLIPTextConfig(**cfg)
             c._attn_implementation = "eager" if scn.attention == "eager" else "sdpa"
@@ -383,7 +323,6 @@ def job_for_source(source: dict, scn):
         cfg = source["hf"]
         if isinstance(cfg, dict) and "_class_name" in cfg and "model_type" not in cfg:
             return diffusers_job(cfg, scn)
-        from .hf import hf_job
         return hf_job(cfg, scn)
     if "diffusers" in source:
         return diffusers_job(source["diffusers"], scn)
