@@ -364,6 +364,7 @@ def test_the_switch_and_the_link_set_the_language_and_the_address_keeps_it(db, m
     assert app.trace in app.results.children and app.live in app.results.children
     app.set_lang("zh")
     assert app.notices.undo.description == "撤销" and app.url.query.endswith("lang=zh")
+    assert not _untranslated(app, allowed_names(db))       # every panel, later ones too
 
 
 def test_an_unknown_lang_in_the_link_says_so_inline_and_keeps_the_plan(db, monkeypatch):
