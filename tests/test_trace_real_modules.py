@@ -212,3 +212,27 @@ def test_diffusers_config_needs_a_class_name():
     from vramplan.measure.tracing.thirdparty import diffusers_job
     with pytest.raises(VramplanError, match="'_class_name' must be one of"):
         diffusers_job({"_class_name": "os.system"}, None)
+
+
+def test_cli_diffusers_vae_config(tmp_path, capsys):
+    """A diffusers config.json (its `_class_name`) with the pipeline's scenario: the VAE
+    decode at fp16 holds its parameters at 2 bytes each (each tensor rounded up to 512 B)."""
+    diffusers = _need("diffusers")
+    cfg = {"_class_name": "AutoencoderKL", "_diffusers_version": "0.6.0", "latent_channels": 4,
+           "block_out_channels": [32, 64], "layers_per_block": 1, "norm_num_groups": 32,
+           "down_block_types": ["DownEncoderBlock2D"] * 2,
+           "up_block_types": ["UpDecoderBlock2D"] * 2}
+    (tmp_path / "vae.json").write_text(json.dumps(cfg))
+    (tmp_path / "sd.json").write_text(json.dumps({
+        "model": "stable-diffusion-v1-5/stable-diffusion-v1-5", "task": "forward",
+        "batch_size": 1, "resolution": [64, 64], "precision": "fp16"}))
+    rc, out, err = run(capsys, "trace", "--hf-config", str(tmp_path / "vae.json"), "--scenario",
+                       str(tmp_path / "sd.json"), "--format", "json")
+    assert rc == 0, err
+    import torch
+    with torch.device("meta"):
+        m = diffusers.AutoencoderKL(**{k: v for k, v in cfg.items() if not k.startswith("_")})
+    tensors = list(m.parameters())
+    p = sum(t.numel() for t in tensors)
+    w = json.loads(out)["per_gpu"]["components"]["weights"]
+    assert 2 * p <= w <= 2 * p + 512 * len(tensors)
