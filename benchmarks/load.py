@@ -306,7 +306,7 @@ def _pct(vals, q):
 
 
 def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: int = 120,
-             cull_interval: int = 1, stagger_s: float = 0.0, render_timeout_s: float = 300,
+             cull_interval: int = 1, stagger_s: float = 0.0, render_timeout_s: float = 900,
              step_timeout_s: float = 120, recover_timeout_s: float | None = None,
              log_name: str = "voila-load.log", verbose: bool = False, warmup: int = 1,
              block_outside: bool = False, rounds: int = 1, settle_timeout_s: float = 30,
@@ -529,7 +529,10 @@ def main(argv=None) -> int:
     ap.add_argument("--cull-interval", type=int, default=1)
     ap.add_argument("--stagger", type=float, default=0.0,
                     help="seconds between session starts (default 0: all at once)")
-    ap.add_argument("--render-timeout", type=float, default=300)
+    ap.add_argument("--render-timeout", type=float, default=900,
+                    help="seconds a page may take to show its first chart, its wait for a "
+                         "start turn included (pages start --start-slots at a time; default "
+                         "900: the 16th of 16 pages on 2 busy cores)")
     ap.add_argument("--warmup", type=int, default=1, metavar="N",
                     help="sessions opened and closed before idle memory is measured (the "
                          "server's one-time caches of its first render; default 1, 0 for none)")

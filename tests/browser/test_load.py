@@ -1,7 +1,11 @@
 """A few planners at once (benchmarks/load.py at CI size): 4 concurrent browser sessions on one
 `vramplan app` all render (verdict, breakdown chart wider than 0 px), follow two control
 changes each, log no console or page error, make no request outside the server, and give
-their kernels and memory back when they close (within 10 % of the idle server's)."""
+their kernels and memory back when they close (within 10 % of the idle server's).
+Before the start queue, malloc_trim and the page's 30 s anywidget timeouts
+(commands/voila_server.py, the vramplan-lab template): the server kept +34-39 % after 4 pages,
+and anywidget's 2 s model-init timeout logged errors in 1-3 of 4 pages; after them, 4/4 pages,
+no error, +11.2 % (2026-12-01)."""
 from __future__ import annotations
 
 import importlib.util
@@ -16,11 +20,10 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no Chromium at {CHROMIUM}"),
-    # Known to fail today (docs/serving.md "Known problems"): under concurrent first loads the
-    # server's memory does not return within 10 % of idle (a high-water mark, not a per-visit
-    # leak) and anywidget's 2 s init timeout fires. Kept running so a fix shows as XPASS.
-    pytest.mark.xfail(reason="load criteria not met yet: memory high-water mark, anywidget "
-                             "init timeout (reliability issue, open)", strict=False),
+    # Known to fail today on memory alone (docs/serving.md): 2026-12-01, 4 pages rendered with
+    # no error, but the server kept +11.2 % over idle (limit 10 %; +34-39 % before the start
+    # queue and malloc_trim). Kept running so a fix shows as XPASS.
+    pytest.mark.xfail(reason="memory after close +11 % of idle (limit 10 %)", strict=False),
 ]
 
 SESSIONS = 4

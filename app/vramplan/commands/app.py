@@ -113,6 +113,9 @@ def voila_env(environ=None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     env["JUPYTER_PATH"] = jupyter_path(env)
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")  # silences a jupyter_core deprecation notice
+    if "PYTHONMALLOC" not in env:  # the server on the C allocator (voila_server.main)
+        env["PYTHONMALLOC"] = "malloc"
+        env[voila_server.MALLOC_MARK] = "1"
     writable_runtime(env)
     return env
 
