@@ -6,7 +6,7 @@
    one ipywidgets slider (the same `vramplan app` server options, `--notebook` a one-cell
    notebook written to a temporary folder). Each load is a fresh browser context and a cold
    kernel (every visit starts one); the loads alternate (planner, slider, planner, ...) so both
-   see the same machine load. Time from navigation to: the slider visible; the planner's
+   see the same machine load, each on a quiet server (the last page's kernel gone). Time from navigation to: the slider visible; the planner's
    breakdown chart drawn (its svg wider than 0 px). Target: planner median <= 1.5 x slider median.
 2. Control changes: for the default plan of every family (a link `?model=...&task=...`), the
    time from pressing Enter in the batch box to the verdict showing the new batch (the page's
@@ -107,7 +107,14 @@ def run(loads: int = 5, changes: int = 4, timeout_s: float = 180) -> dict:
         planner_cm = serving.app_server(log_name="page-speed-planner.log")
         slider_cm = serving.app_server(app_args=("--notebook", str(nb)),
                                        log_name="page-speed-slider.log")
-        with planner_cm as (pbase, _), slider_cm as (sbase, _), sync_playwright() as pw:
+        with planner_cm as (pbase, pproc), slider_cm as (sbase, sproc), sync_playwright() as pw:
+            def quiet():
+                """Each load starts on a quiet server: the last page's kernel is gone (its
+                background work would otherwise slow the next page, whichever it is)."""
+                serving.wait_until(lambda: not serving.kernels(pproc) and
+                                   not serving.kernels(sproc), timeout=60)
+                time.sleep(1.0)
+
             browser = pw.chromium.launch(executable_path=serving.CHROMIUM, headless=True,
                                          args=serving.CHROMIUM_ARGS)
             try:
@@ -116,11 +123,14 @@ def run(loads: int = 5, changes: int = 4, timeout_s: float = 180) -> dict:
                 _first_paint(browser, sbase + "/", "() => !!document.querySelector("
                                                    "'.widget-slider')", tmo)
                 for _ in range(loads):
+                    quiet()
                     res["planner_s"].append(_first_paint(browser, pbase + "/", CHART_DRAWN, tmo))
+                    quiet()
                     res["slider_s"].append(_first_paint(
                         browser, sbase + "/", "() => !!document.querySelector('.widget-slider')",
                         tmo))
                 for fam, q in PLANS.items():
+                    quiet()
                     res["changes_ms"][fam] = [round(s * 1e3) for s in
                                               _changes(browser, pbase, q, changes, tmo)]
             finally:

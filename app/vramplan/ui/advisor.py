@@ -70,6 +70,10 @@ class AdvisorPanel(W.VBox):
         self.plans.add_class("vp-plans")
         self.changes = W.VBox()
         self.changes.add_class("vp-changes")
+        self._cards: list[W.VBox] = []
+        self._rows: list[W.HBox] = []
+        self._subtitle = W.HTML("<div class='vp-sub-title'>" + _(
+            "Single changes, most memory saved per cost first") + "</div>")
         self.card = section(_("What to change"), self.status, self.plans, self.changes,
                             cls="vp-advisor")
         super().__init__([self.card])
@@ -105,12 +109,34 @@ class AdvisorPanel(W.VBox):
             return
         self.state.set_advice(result, advice)
 
-    def _apply_button(self, change, text: str | None = None) -> W.Button:
-        b = W.Button(description=text or _("Apply"), layout=W.Layout(width="auto"))
+    # The cards and rows are made once and reused (a new advice only sets their text and
+    # what their button applies): making ~50 widgets per advice cost ~0.5 s on the kernel's
+    # loop, which the next control change had to wait for.
+    def _button(self) -> W.Button:
+        b = W.Button(layout=W.Layout(width="auto"))
         b.add_class("vp-apply")
-        b.on_click(lambda _: self.state.apply_change(change))
+        b.on_click(lambda btn: self.state.apply_change(btn.vp_change))
+        return b
+
+    def _apply_button(self, b: W.Button, change, text: str | None = None) -> W.Button:
+        b.vp_change = change
+        b.description = text or _("Apply")
         self.buttons.append(b)
         return b
+
+    def _card(self, i: int) -> W.VBox:
+        while len(self._cards) <= i:
+            card = W.VBox([W.HTML(), self._button()])
+            card.add_class("vp-plan")
+            self._cards.append(card)
+        return self._cards[i]
+
+    def _row(self, i: int) -> W.HBox:
+        while len(self._rows) <= i:
+            row = W.HBox([W.HTML(), self._button()])
+            row.add_class("vp-change-row")
+            self._rows.append(row)
+        return self._rows[i]
 
     def _show(self, adv) -> None:
         self.buttons = []
@@ -135,32 +161,33 @@ class AdvisorPanel(W.VBox):
             used = p.estimate.device_used_bytes
             where = f"{p.gpus} × {_e(p.estimate.gpu.name)}" if p.gpus > 1 else \
                 _e(p.estimate.gpu.name)
-            body = W.HTML(
+            card = self._card(i)
+            card.children[0].value = (
                 f"<div class='vp-plan-title'>{_('Plan {n}').format(n=i + 1)} · {where}</div>"
                 f"<ul class='vp-list'>{items}</ul>"
                 "<div class='vp-plan-figs'>" + _("{used} of {usable} per GPU").format(
                     used=gib(used), usable=gib(p.estimate.gpu.usable_bytes)) +
                 f"</div><div class='vp-hint'>{_e(cost_text(p.cost))}</div>")
-            card = W.VBox([body, self._apply_button(p, _("Apply this plan"))])
-            card.add_class("vp-plan")
+            self._apply_button(card.children[1], p, _("Apply this plan"))
             cards.append(card)
-        self.plans.children = cards
+        if tuple(cards) != self.plans.children:
+            self.plans.children = cards
         self.plans.layout.display = "" if cards else "none"
         rows = []
         recs = [r for r in adv.recommendations if r.saves_bytes > 0][:CHANGES]
         if recs:
-            rows.append(W.HTML("<div class='vp-sub-title'>" + _(
-                "Single changes, most memory saved per cost first") + "</div>"))
-        for r in recs:
+            rows.append(self._subtitle)
+        for i, r in enumerate(recs):
             fits = " · " + _("fits") if r.estimate.fits else ""
-            text = W.HTML(f"<div class='vp-change'><b>{title_html(r.title)}</b>"
-                          "<div class='vp-hint'>" + _("saves {size}").format(
-                              size=size(r.saves_bytes)) + f"{fits} · {_e(cost_text(r.cost))}"
-                          f"</div></div>")
-            row = W.HBox([text, self._apply_button(r)])
-            row.add_class("vp-change-row")
+            row = self._row(i)
+            row.children[0].value = (f"<div class='vp-change'><b>{title_html(r.title)}</b>"
+                                     "<div class='vp-hint'>" + _("saves {size}").format(
+                                         size=size(r.saves_bytes)) +
+                                     f"{fits} · {_e(cost_text(r.cost))}</div></div>")
+            self._apply_button(row.children[1], r)
             rows.append(row)
-        self.changes.children = rows
+        if tuple(rows) != self.changes.children:
+            self.changes.children = rows
 
     @property
     def value(self) -> str:
