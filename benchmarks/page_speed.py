@@ -8,8 +8,8 @@
    kernel (every visit starts one); the loads alternate (planner, slider, planner, ...) so both
    see the same machine load, each on a quiet server (the last page's kernel gone). Time from navigation to: the slider visible; the planner's
    breakdown chart drawn (its svg wider than 0 px). Target: planner median <= 1.5 x slider median.
-2. Control changes: for the default plan of every family (a link `?model=...&task=...`), the
-   time from pressing Enter in the batch box to the verdict showing the new batch (the page's
+2. Control changes: for the default plan of every family (a link `?model=...&task=...`), once
+   the page has loaded (the interactive chart in place, the advice shown), the time from pressing Enter in the batch box to the verdict showing the new batch (the page's
    figures recomputed and drawn). Target: <= 300 ms each (median of the changes).
 
 Exits 1 when a target is missed. Prints a table; `--json PATH` writes the numbers.
@@ -77,6 +77,10 @@ def _changes(browser, base: str, query: str, n: int, timeout_ms: int) -> list[fl
     try:
         page.goto(f"{base}/?{query}", wait_until="domcontentloaded", timeout=timeout_ms)
         page.wait_for_function(CHART_DRAWN, timeout=timeout_ms)
+        # a loaded page: the interactive breakdown chart in place and the advice shown
+        page.locator(".vp-breakdown .vega-embed svg").first.wait_for(timeout=timeout_ms)
+        page.locator(".vp-advisor .vp-hint").first.wait_for(timeout=timeout_ms)
+        page.wait_for_timeout(500)
         box = page.locator(".vp-f-batch_size input").first
         for k in range(n):
             b = 2 + k

@@ -35,7 +35,7 @@ from .explore import ExplorePanel
 from .export import ExportPanel
 from .gpu_picker import GpuPicker
 from .i18n import N_, _, set_lang, speaking
-from .jobs import kernel
+from .jobs import after_paint, kernel
 from .live_panel import LivePanel
 from .notices import NoticeBar
 from .state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
@@ -145,13 +145,21 @@ class App(W.VBox):
         lazy_chart = self._lazy
         if lazy_chart is None:
             lazy_chart = kernel() is not None
-        if lazy_chart:
-            self.panel.chart.load_in_background()
-        else:
+        if not lazy_chart:
             self.panel.chart.load()
+            self._start_panels()
+            return
+
+        def start():                  # after the first paint: altair, the advisor, charts
+            self.panel.chart.load_in_background()
+            self._start_panels()
+        after_paint(self.panel.banner, start)
+
+    def _start_panels(self) -> None:
         self.explore.enabled = self.advisor.enabled = True
-        self.explore.update()
-        self.advisor.render()
+        with speaking(self.state.lang):
+            self.explore.update()
+            self.advisor.render()
 
     # -- layout hooks for later panels
     def add_control(self, widget: W.Widget) -> None:

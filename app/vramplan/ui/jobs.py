@@ -55,3 +55,38 @@ def _call(work):
         return work()
     except Exception as exc:  # reported by `done`, never raised into the loop
         return exc
+
+
+def after_paint(widget, fn: Callable[[], None], timeout: float = 15.0) -> None:
+    """Call `fn()` once `widget` has a view on the page (the front end reports views through
+    the widget's `_view_count`), or after `timeout` seconds, whichever comes first; at once
+    outside a kernel. Heavy work started after the first paint does not compete with the
+    page for the kernel: while the browser fetches the widgets' states (Voila's widget
+    manager gives the kernel 4 s, then falls back to one request per widget), a thread
+    importing altair would slow every reply."""
+    loop = getattr(kernel(), "io_loop", None)
+    if loop is None:
+        fn()
+        return
+    done = []
+
+    def once(*_):
+        if not done:
+            done.append(True)
+            try:
+                widget.unobserve(seen, "_view_count")
+            except ValueError:  # pragma: no cover - already removed
+                pass
+            fn()
+
+    def seen(change):
+        if change["new"]:
+            loop.add_callback(once)
+
+    if widget._view_count:                      # already on the page (a language switch)
+        fn()
+        return
+    if widget._view_count is None:
+        widget._view_count = 0                  # start counting views
+    widget.observe(seen, "_view_count")
+    loop.call_later(timeout, once)
