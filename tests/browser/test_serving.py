@@ -38,12 +38,17 @@ def test_plain_visits_give_their_kernels_and_memory_back():
             code, body = get(base + "/")
             assert code == 200 and "vramplan" in body
         assert len(kernels(proc)) >= 1
-        busy = tree_rss(proc)
-        assert wait_until(lambda: not kernels(proc), timeout=60), "kernels were not culled"
+        peak = [tree_rss(proc)]
+
+        def gone():                   # pages start their kernels in turn: sample the peak
+            peak.append(tree_rss(proc))
+            return not kernels(proc)
+        assert wait_until(gone, timeout=120), "kernels were not culled"
         after = tree_rss(proc)
-        # each kernel held ~100+ MiB; the server itself keeps some caches of the first render
-        assert busy - idle > 150 * 2**20
-        assert after <= idle * 1.10 + 40 * 2**20, (idle, busy, after)
+        # a kernel holds ~80-190 MiB (the visits' kernels may run one at a time: the start
+        # queue); the server itself keeps some caches of the first render
+        assert max(peak) - idle > 60 * 2**20, (idle, max(peak))
+        assert after <= idle * 1.10 + 40 * 2**20, (idle, max(peak), after)
 
 
 def test_closing_the_tab_shuts_its_kernel_down():
