@@ -10,7 +10,19 @@ from typing import Any, Iterable, Sequence
 
 def add_format_arg(parser, choices: Sequence[str] = ("table", "json", "csv"), default: str = "table"):
     parser.add_argument("--format", choices=list(choices), default=default,
-                        help=f"output format (default: {default})")
+                        help=f"{', '.join(choices[:-1])} or {choices[-1]} (default: {default})")
+
+
+def add_scenario_arg(parser) -> None:
+    """`--scenario FILE` of the commands that take one plan (advise, sweep, report)."""
+    parser.add_argument("--scenario", metavar="FILE", required=True,
+                        help="a scenario file holding one scenario (JSON object)")
+
+
+def add_gpu_arg(parser, flag: str = "--gpu", what: str = "the GPU") -> None:
+    """The GPU flag of a one-plan command; its default is the scenario's `gpu`."""
+    parser.add_argument(flag, metavar="ID", help=f"{what} (default: the scenario's `gpu`); "
+                        "see `vramplan gpus`")
 
 
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:

@@ -10,7 +10,7 @@ first. Bad input: one line `vramplan: error: ...`, exit 2.
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ._output import dump_json, emit, table
+from ._output import add_format_arg, add_gpu_arg, add_scenario_arg, dump_json, emit, table
 
 GiB = 2**30
 
@@ -24,10 +24,8 @@ def register(subparsers) -> None:
                     "and more GPUs of the same kind), every GPU of the database that holds "
                     "the plan unchanged or with one change, and for a plan that fits, how far "
                     "it can grow.")
-    p.add_argument("--scenario", metavar="FILE", required=True,
-                   help="a scenario file holding one scenario (JSON object)")
-    p.add_argument("--gpu-kind", metavar="ID", help="the GPU the plans are for (default: the "
-                   "scenario's `gpu`); see `vramplan gpus`")
+    add_scenario_arg(p)
+    add_gpu_arg(p, "--gpu-kind", "the GPU the plans are for")
     p.add_argument("--headroom", metavar="SHARE|SIZE", default="5%",
                    help="memory to leave free: a share of usable memory ('10%%') or a size "
                         "('2GiB'); default 5%%")
@@ -35,8 +33,7 @@ def register(subparsers) -> None:
                    help="the most GPUs a plan may use (default 512)")
     p.add_argument("--no-gpu-table", action="store_true",
                    help="skip the table of every GPU in the database")
-    p.add_argument("--format", choices=["table", "json"], default="table",
-                   help="table (default) or json")
+    add_format_arg(p, ("table", "json"))
     p.set_defaults(func=run)
 
 

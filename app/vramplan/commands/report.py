@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from ..errors import VramplanError
-from ._output import emit
+from ._output import add_format_arg, add_gpu_arg, add_scenario_arg, emit
 
 
 def register(subparsers) -> None:
@@ -24,12 +24,9 @@ def register(subparsers) -> None:
         description="Estimate one scenario, ask the advisor and write a report: the figures, "
                     "the breakdown by component, the assumptions, the advice and the sources "
                     "(HTML: one file with the charts as SVG, no outside request).")
-    p.add_argument("--scenario", metavar="FILE", required=True,
-                   help="a scenario file holding one scenario (JSON object)")
-    p.add_argument("--gpu", metavar="ID", help="the GPU (default: the scenario's `gpu`); see "
-                   "`vramplan gpus`")
-    p.add_argument("--format", choices=["md", "html"], default="md",
-                   help="md (default) or html")
+    add_scenario_arg(p)
+    add_gpu_arg(p)
+    add_format_arg(p, ("md", "html"), "md")
     p.add_argument("--lang", choices=["en", "zh"], default="en",
                    help="the report's language: en (default) or zh (Simplified Chinese)")
     p.add_argument("--no-advice", action="store_true",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from ..errors import VramplanError
-from ._output import dump_json, emit, table, to_csv
+from ._output import add_format_arg, add_scenario_arg, dump_json, emit, table, to_csv
 
 GiB = 2**30
 
@@ -25,8 +25,7 @@ def register(subparsers) -> None:
         description="Evaluate one scenario at every point of a grid (keys x GPUs): device "
                     "used, reserved and allocated bytes, fit and headroom per point, each "
                     "equal to `vramplan estimate` for that point.")
-    p.add_argument("--scenario", metavar="FILE", required=True,
-                   help="a scenario file holding one scenario (JSON object)")
+    add_scenario_arg(p)
     p.add_argument("--vary", action="append", default=[], metavar="KEY=VALUES",
                    help="an axis of the grid (repeatable): batch_size=1..256, "
                         "seq_len=512..8192:x2, precision=bf16-mixed,fp32, checkpointing=all, "
@@ -39,8 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--headroom", metavar="SHARE", default="0%",
                    help="--gpus-needed: memory to leave free, a share such as 5%% "
                         "(default 0%%)")
-    p.add_argument("--format", choices=["table", "json", "csv"], default="table",
-                   help="table (default), json or csv")
+    add_format_arg(p)
     p.set_defaults(func=run)
 
 
