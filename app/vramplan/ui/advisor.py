@@ -11,6 +11,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from . import looks as L
 from .i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
@@ -65,14 +66,14 @@ class AdvisorPanel(W.VBox):
     def __init__(self, state, background: bool | None = None):
         self.state = state
         self.jobs = Jobs("vramplan-advisor", background)
-        self.status = W.HTML()
+        self.status = L.html()
         self.plans = W.GridBox()
         self.plans.add_class("vp-plans")
         self.changes = W.VBox()
         self.changes.add_class("vp-changes")
         self._cards: list[W.VBox] = []
         self._rows: list[W.HBox] = []
-        self._subtitle = W.HTML("<div class='vp-sub-title'>" + _(
+        self._subtitle = L.html("<div class='vp-sub-title'>" + _(
             "Single changes, most memory saved per cost first") + "</div>")
         self.card = section(_("What to change"), self.status, self.plans, self.changes,
                             cls="vp-advisor")
@@ -113,7 +114,7 @@ class AdvisorPanel(W.VBox):
     # what their button applies): making ~50 widgets per advice cost ~0.5 s on the kernel's
     # loop, which the next control change had to wait for.
     def _button(self) -> W.Button:
-        b = W.Button(layout=W.Layout(width="auto"))
+        b = L.button()
         b.add_class("vp-apply")
         b.on_click(lambda btn: self.state.apply_change(btn.vp_change))
         return b
@@ -126,14 +127,14 @@ class AdvisorPanel(W.VBox):
 
     def _card(self, i: int) -> W.VBox:
         while len(self._cards) <= i:
-            card = W.VBox([W.HTML(), self._button()])
+            card = W.VBox([L.html(), self._button()])
             card.add_class("vp-plan")
             self._cards.append(card)
         return self._cards[i]
 
     def _row(self, i: int) -> W.HBox:
         while len(self._rows) <= i:
-            row = W.HBox([W.HTML(), self._button()])
+            row = W.HBox([L.html(), self._button()])
             row.add_class("vp-change-row")
             self._rows.append(row)
         return self._rows[i]

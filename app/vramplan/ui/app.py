@@ -24,6 +24,7 @@ import html
 
 import ipywidgets as W
 
+from . import looks as L
 from .. import __version__
 from ..errors import VramplanError
 from ..i18n import LANG_NAMES, LANGS, normalise_lang
@@ -113,15 +114,15 @@ class App(W.VBox):
         self.lang_switch.add_class("vp-lang")
         self.lang_switch.observe(lambda ch: set_lang(st, ch["new"]), "value")
 
-        header = W.HBox([W.HTML(
+        header = W.HBox([L.html(
             "<div class='vp-header'><div class='vp-logo'>vram<span>plan</span></div>"
             f"<div class='vp-tagline'>{_('GPU memory capacity planner · will it fit, how large can the batch be, how much bandwidth')}"
-            "</div></div>"), self.lang_switch, self.notices.undo, W.HTML(
+            "</div></div>"), self.lang_switch, self.notices.undo, L.html(
             f"<div class='vp-version'>v{html.escape(__version__)}</div>")])
         header.add_class("vp-top")
         self.controls = W.VBox([self.workload, self.picker, *self._extra_controls])
         self.controls.add_class("vp-controls")
-        gpu_title = W.HTML(f"<div class='vp-group-title'>{_('The GPU')}</div>")
+        gpu_title = L.html(f"<div class='vp-group-title'>{_('The GPU')}</div>")
         self.results = W.VBox([self.notices, self.panel, self.advisor, self.explore,
                                self.details,
                                gpu_title, self.card, self.export, *self._extra_results])
@@ -129,9 +130,9 @@ class App(W.VBox):
         body = W.Box([self.controls, self.results])
         body.add_class("vp-body")
         if old:
-            self.children = [W.HTML(style_tag()), header, body, self.url]
+            self.children = [L.html(style_tag()), header, body, self.url]
         else:
-            super().__init__([W.HTML(style_tag()), header, body, self.url])
+            super().__init__([L.html(style_tag()), header, body, self.url])
             self.add_class("vp-app")
             self.add_class(f"vp-lang-{st.lang}")
         for cls in (f"vp-lang-{x}" for x in LANGS):

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import ipywidgets as W
 
+from . import looks as L
 from . import jobs
 from .i18n import _
 
@@ -63,7 +64,7 @@ class ChartPanel(W.VBox):
         self._lock = threading.Lock()
         self._select: dict[str, Callable] = {}
         self._jobs = jobs.Jobs("vramplan-chart-build")
-        self.placeholder = W.HTML(self._wait_html(_("Loading chart…")))
+        self.placeholder = L.html(self._wait_html(_("Loading chart…")))
         self.holder = W.Box([self.placeholder])
         self.holder.add_class("vp-chart")
         super().__init__([self.holder])

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 import ipywidgets as W
 
+from . import looks as L
 from .i18n import N_, _, current_lang, msg
 from .section import section
 from .text import count, human_bytes, label_of, rate_gbs, seconds, si
@@ -144,8 +145,8 @@ class Details(W.GridBox):
 
     def __init__(self, state):
         self.state = state
-        self.bandwidth = W.HTML()
-        self.notes = W.HTML()
+        self.bandwidth = L.html()
+        self.notes = L.html()
         super().__init__([section(_("Bandwidth"), self.bandwidth, cls="vp-bandwidth"),
                           section(_("Assumptions and notes"), self.notes, cls="vp-notes-card")])
         self.add_class("vp-row")

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import ipywidgets as W
 
+from . import looks as L
 from ..units import GiB, format_bytes
 from .i18n import _
 
@@ -174,7 +175,7 @@ class DeviceCard(W.VBox):
     """The chosen device: capacity, bandwidth, hierarchy, throughput, links, sources."""
 
     def __init__(self):
-        self.html = W.HTML()
+        self.html = L.html()
         super().__init__([self.html])
         self.add_class("vp-section")
         self.add_class("vp-device")

@@ -20,6 +20,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from . import looks as L
 from ..errors import VramplanError
 from .chart import ChartPanel, freeze, prepare_altair
 from .i18n import N_, _, speaking_for
@@ -192,7 +193,7 @@ class ExplorePanel(W.VBox):
                                           for k, t in METRICS.items()],
                                  value="headroom", layout=W.Layout(width="auto"))
         self.metric.add_class("vp-metric")
-        self.status = W.HTML()
+        self.status = L.html()
         self.chart = ChartPanel(lambda: None, height=320, cls="vp-explore-chart")
         self.chart.on_select("gpu_pick", self._picked)
         self.view.observe(speaking_for(state, lambda _c: self.update()), "value")

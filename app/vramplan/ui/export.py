@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import ipywidgets as W
 
+from . import looks as L
 from .. import safejson
 from ..errors import VramplanError
 from .i18n import _, speaking, speaking_for
@@ -110,18 +111,18 @@ class ExportPanel(W.VBox):
     def __init__(self, state, background: bool | None = None):
         self.state = state
         self.jobs = Jobs("vramplan-export", background)
-        self.buttons = {kind: W.Button(description=label, layout=W.Layout(width="auto"))
+        self.buttons = {kind: L.button(description=label)
                         for kind, label in (("csv", _("Download sweep CSV")),
                                             ("md", _("Download report (Markdown)")),
                                             ("html", _("Download report (HTML)")))}
         for kind, b in self.buttons.items():
             b.add_class(f"vp-make-{kind}")
             b.on_click(speaking_for(state, lambda _b, kind=kind: self.prepare(kind)))
-        self.links = W.HTML()
-        self.html = W.HTML()
+        self.links = L.html()
+        self.html = L.html()
         self.upload = W.FileUpload(accept=".json,.jsonl,application/json", multiple=False,
                                    description=_("Open scenario.json"))
-        self.message = W.HTML()
+        self.message = L.html()
         self.upload.observe(self._on_upload, "value")
         super().__init__([section(_("Share and export"), self.html, W.HBox(
             [*self.buttons.values(), self.upload], layout=W.Layout(flex_flow="row wrap")),

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import ipywidgets as W
 
 from ..scenario.rules import OFFLOAD, OPTIONS
+from . import looks as L
 from . import text as T
 from .i18n import _, msg
 
@@ -80,9 +81,10 @@ class FieldBox(W.VBox):
         self.input: W.Widget | None = None
         self.boxes: dict[Any, W.Checkbox] = {}
         self._syncing = False
-        self.label = W.HTML()
-        self.message = W.HTML(layout=W.Layout(display="none"))
-        super().__init__([self.label, self.message])
+        self.label = L.html()
+        self.message: W.HTML | None = None      # made at the first problem, then kept
+        self._error = ""
+        super().__init__([], layout=L.shared("layout"))
         self.add_class("vp-field")
         self.add_class("vp-f-" + css_key(key))
 
@@ -90,24 +92,26 @@ class FieldBox(W.VBox):
     def _build(self, field) -> None:
         kind = field.kind
         if kind == "bool":
-            w = W.Checkbox(description=_(field.label), indent=False)
+            w = L.checkbox(description=_(field.label), indent=False)
         elif kind == "choice" and field.choices:
-            w = W.Dropdown(options=choice_options(field))
+            w = L.dropdown(options=choice_options(field))
         elif kind == "multi" and field.choices is not None:
-            w = W.Box(layout=W.Layout(flex_flow="row wrap"))
+            w = W.Box(layout=L.shared("layout"))        # .vp-boxes wraps its row
             w.add_class("vp-boxes")
         else:
-            w = W.Text(continuous_update=False)
+            w = L.text(continuous_update=False)
         if kind != "multi" or field.choices is None:
             w.observe(self._changed, "value")
+        if self.input is not None:
+            self.input.close()
         self.kind, self.input = kind, w
-        self.children = [self.label, w, self.message]
+        self._place()
         wide = kind in WIDE or kind == "bool" or self.key in WIDE_KEYS
         (self.add_class if wide else self.remove_class)("vp-wide")
 
     def _checkbox(self, name) -> W.Checkbox:
         if name not in self.boxes:
-            b = W.Checkbox(description=_(BOX_LABELS.get(name, T.label_of(name))), indent=False,
+            b = L.checkbox(description=_(BOX_LABELS.get(name, T.label_of(name))), indent=False,
                            tooltip=_(BOX_DOCS.get(name, "")))
             b.observe(self._box_changed, "value")
             self.boxes[name] = b
@@ -164,16 +168,29 @@ class FieldBox(W.VBox):
         if getattr(w, name) != v:
             setattr(w, name, v)
 
+    def _place(self) -> None:
+        """The children that carry something: the label (a check box has its own), the
+        input, the message while there is a problem."""
+        kids = ([] if self.kind == "bool" else [self.label]) + [self.input] + \
+            ([self.message] if self._error else [])
+        if list(self.children) != kids:
+            self.children = kids
+
     def set_error(self, text: str | None) -> None:
-        self._set(self.message, "value", T.message_html(msg(text) if text else text))
-        self.message.layout.display = "" if text else "none"
+        html_text = T.message_html(msg(text) if text else text) if text else ""
+        if html_text and self.message is None:
+            self.message = L.html()
+        if self.message is not None:
+            self._set(self.message, "value", html_text)
+        self._error = html_text
+        self._place()
         w = self.input
         if w is not None:
             (w.add_class if text else w.remove_class)("vp-input-error")
 
     @property
     def error(self) -> str:
-        return self.message.value
+        return self._error
 
     @property
     def value(self) -> Any:

@@ -15,6 +15,7 @@ from typing import Callable
 import ipywidgets as W
 import traitlets as T
 
+from . import looks as L
 from ..errors import VramplanError
 from ..units import GiB, parse_bytes, parse_rate
 from .i18n import N_, _, msg, speaking_for
@@ -78,13 +79,13 @@ class GpuPicker(W.VBox):
         self.min_bandwidth = W.Text(placeholder=_("GB/s, e.g. 2000 or 2 TB/s"),
                                     continuous_update=False)
         self.inputs = {"min_memory": self.min_memory, "min_bandwidth": self.min_bandwidth}
-        self.message = W.HTML()
-        self.count = W.HTML()
+        self.message = L.html()
+        self.count = L.html()
         self.list = W.Select(options=[], rows=12)
         self.list.add_class("vp-gpu-list")
 
         def labelled(text, w, cls):
-            box = W.VBox([W.HTML(f"<div class='vp-label'>{text}</div>"), w])
+            box = W.VBox([L.html(f"<div class='vp-label'>{text}</div>"), w])
             box.add_class("vp-field")
             box.add_class(cls)
             return box
@@ -92,7 +93,7 @@ class GpuPicker(W.VBox):
                           labelled(_("Min bandwidth (GB/s)"), self.min_bandwidth,
                                    "vp-f-min-bandwidth")])
         grid.add_class("vp-grid")
-        hint = W.HTML("<div class='vp-hint'>" + _("Plain numbers mean GiB and GB/s; other units "
+        hint = L.html("<div class='vp-hint'>" + _("Plain numbers mean GiB and GB/s; other units "
                       "are read too (96GB, 3.35 TB/s). Press Enter to apply.") + "</div>")
         on = (lambda fn: speaking_for(state, fn)) if state is not None else (lambda fn: fn)
         for w in (self.search, self.vendor, self.min_memory, self.min_bandwidth):

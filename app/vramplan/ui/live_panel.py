@@ -12,6 +12,7 @@ import html
 
 import ipywidgets as W
 
+from . import looks as L
 from . import measure_state as M
 from .chart import ChartPanel, prepare_altair
 from .i18n import N_, _, current_lang, msg, speaking_for
@@ -33,19 +34,19 @@ class LivePanel(W.VBox):
         self.worker = M.Worker(self.job, post=loop_poster(state), python=python)
         self.action: str | None = None
         self.for_estimate: dict | None = None
-        self.title = W.HTML()
-        self.body = W.HTML()
-        self.detect = W.Button(layout=W.Layout(width="auto"))
+        self.title = L.html()
+        self.body = L.html()
+        self.detect = L.button()
         self.detect.on_click(speaking_for(state, lambda _b: self.pick()))
         self.buttons = {}
         for key in ACTIONS:
-            b = W.Button(layout=W.Layout(width="auto"))
+            b = L.button()
             b.on_click(speaking_for(state, lambda _b, key=key: self.start(key)))
             self.buttons[key] = b
         self.row = W.HBox([self.detect, *self.buttons.values()])
         self.row.add_class("vp-live-actions")
         self.progress = ProgressRow(speaking_for(state, self.cancel))
-        self.output = W.HTML()
+        self.output = L.html()
         self.chart: ChartPanel | None = None
         self.chart_box = W.Box()
         self._charts = Jobs("vramplan-live-chart", background)

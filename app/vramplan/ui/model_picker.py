@@ -12,6 +12,7 @@ import ipywidgets as W
 from .. import safejson
 from ..catalog import list_models
 from ..errors import VramplanError
+from . import looks as L
 from . import state as S
 from . import text as T
 from .i18n import N_, _, msg, speaking_for
@@ -51,47 +52,87 @@ def read_config(data: bytes | str, name: str = "config.json") -> dict:
 
 
 def _field(key: str, label: str, widget: W.Widget) -> W.VBox:
-    box = W.VBox([W.HTML(f"<div class='vp-label'>{html.escape(label)}</div>"), widget])
+    """A labelled cell; its own layout (the picker hides and shows it)."""
+    box = W.VBox([L.html(f"<div class='vp-label'>{html.escape(label)}</div>"), widget])
     box.add_class("vp-field")
     box.add_class(f"vp-f-{key}")
     return box
 
 
 class ModelPicker(W.VBox):
+    """The family and the model; the size box and the config.json box are made the first
+    time their family choice shows them (most pages never do), then kept."""
+
     def __init__(self, state: S.PlanState):
         self.state = state
         self._syncing = False
-        self.family = W.Dropdown(options=family_options(), value=S.ALL)
+        self.family = L.dropdown(options=family_options(), value=S.ALL)
         self.model = W.Combobox(placeholder=_("Search a model id or alias, e.g. Llama-3.1-8B"),
-                                ensure_option=False, continuous_update=False)
-        self.size = W.Text(placeholder=_("e.g. 7B, 70B, 350M"), continuous_update=False)
-        self.paste = W.Textarea(placeholder=_('Paste a config.json: {"model_type": "llama", ...}'),
-                                rows=4, layout=W.Layout(width="100%"))
-        self.use = W.Button(description=_("Use this config"), layout=W.Layout(width="auto"))
-        self.upload = W.FileUpload(accept=".json,application/json", multiple=False,
-                                   description=_("Upload config.json"))
-        self.hint = W.HTML()
-        self.message = W.HTML()
-        self.matches = W.Box(layout=W.Layout(flex_flow="row wrap"))
+                                ensure_option=False, continuous_update=False,
+                                layout=L.shared("layout"), style=L.shared("text"))
+        self.hint = L.html()
+        self.message = L.html()
+        self.matches = W.Box(layout=L.shared("layout"))     # .vp-choices wraps its row
         self.matches.add_class("vp-choices")
         self._match_buttons: dict[str, W.Button] = {}
         self.boxes = {
             "family": _field("family", _("Family"), self.family),
             "model": _field("model", _("Model"), self.model),
-            "architecture": _field("architecture", _("Parameters (size-only decoder)"), self.size),
-            "own": _field("own", _("Your own config.json (at most 1 MB, never run)"), W.VBox(
-                [self.paste, W.HBox([self.use, self.upload], layout=W.Layout(
-                    flex_flow="row wrap"))])),
         }
         self.boxes["model"].add_class("vp-wide")
-        super().__init__([*self.boxes.values(), self.hint, self.message, self.matches])
+        super().__init__([*self.boxes.values(), self.hint, self.message, self.matches],
+                         layout=L.shared("layout"))
         self.add_class("vp-model-picker")
-        on = lambda fn: speaking_for(state, fn)   # noqa: E731 (callbacks in the page's language)
-        self.family.observe(on(self._on_family), "value")
-        self.model.observe(on(self._on_model), "value")
-        self.size.observe(on(self._on_size), "value")
-        self.use.on_click(on(self._on_paste))
-        self.upload.observe(on(self._on_upload), "value")
+        self._on = lambda fn: speaking_for(state, fn)   # callbacks in the page's language
+        self.family.observe(self._on(self._on_family), "value")
+        self.model.observe(self._on(self._on_model), "value")
+
+    # the boxes made on first show
+    @property
+    def size(self) -> W.Text:
+        if "architecture" not in self.boxes:
+            w = L.text(placeholder=_("e.g. 7B, 70B, 350M"), continuous_update=False)
+            w.observe(self._on(self._on_size), "value")
+            self._size = w
+            self._add("architecture", _field("architecture", _("Parameters (size-only decoder)"),
+                                             w))
+        return self._size
+
+    def _own(self) -> None:
+        if "own" in self.boxes:
+            return
+        self._paste = W.Textarea(placeholder=_('Paste a config.json: {"model_type": "llama", ...}'),
+                                 rows=4, layout=W.Layout(width="100%"))
+        self._use = L.button(description=_("Use this config"))
+        self._upload = W.FileUpload(accept=".json,application/json", multiple=False,
+                                    description=_("Upload config.json"))
+        self._use.on_click(self._on(self._on_paste))
+        self._upload.observe(self._on(self._on_upload), "value")
+        row = W.HBox([self._use, self._upload], layout=W.Layout(flex_flow="row wrap"))
+        self._add("own", _field("own", _("Your own config.json (at most 1 MB, never run)"),
+                                L.vbox([self._paste, row])))
+
+    @property
+    def paste(self) -> W.Textarea:
+        self._own()
+        return self._paste
+
+    @property
+    def use(self) -> W.Button:
+        self._own()
+        return self._use
+
+    @property
+    def upload(self) -> W.FileUpload:
+        self._own()
+        return self._upload
+
+    def _add(self, name: str, box: W.VBox) -> None:
+        """Put a box made on first show after the family and model boxes."""
+        self.boxes[name] = box
+        order = [b for k, b in self.boxes.items() if k in ("family", "model", "architecture",
+                                                            "own")]
+        self.children = [*order, self.hint, self.message, self.matches]
 
     # ------------------------------------------------------------ state -> widgets
     def render(self) -> None:
@@ -129,8 +170,14 @@ class ModelPicker(W.VBox):
             self._syncing = False
         self.boxes["model"].layout.display = "" if mode not in (S.SIZE_ONLY, S.OWN,
                                                                 S.NO_MODEL) else "none"
-        self.boxes["architecture"].layout.display = "" if mode == S.SIZE_ONLY else "none"
-        self.boxes["own"].layout.display = "" if mode == S.OWN else "none"
+        if mode == S.SIZE_ONLY:
+            self.size                 # noqa: B018 (made on first show)
+        if mode == S.OWN:
+            self._own()
+        if "architecture" in self.boxes:
+            self.boxes["architecture"].layout.display = "" if mode == S.SIZE_ONLY else "none"
+        if "own" in self.boxes:
+            self.boxes["own"].layout.display = "" if mode == S.OWN else "none"
         hint = msg(S.describe_model(st.draft))
         if not hint and fam not in (None, S.NO_MODEL) and st.draft.get("model"):
             hint = self._catalog_hint(str(st.draft["model"]))
@@ -141,7 +188,7 @@ class ModelPicker(W.VBox):
         if "model" in st.errors and T.looks_like_size(st.draft.get("model")):
             err += _(" (a size alone is read as a size-only decoder: type it as 70B)")
         self.message.value = T.message_html(self._local or err)
-        for w in (self.model, self.size):
+        for w in [self.model] + ([self.size] if "architecture" in self.boxes else []):
             (w.add_class if err else w.remove_class)("vp-input-error")
         typed = str(st.draft.get("model") or "") if "model" in st.errors else ""
         found = [m.id for m in S.search_models(typed.replace("-", " ").replace("/", " "))][:6] \
@@ -156,8 +203,7 @@ class ModelPicker(W.VBox):
     def _match(self, model: str) -> W.Button:
         """A button for a catalog model that matches what was typed (id, alias, family)."""
         if model not in self._match_buttons:
-            b = W.Button(description=model, tooltip=_("use {model}").format(model=model),
-                         layout=W.Layout(width="auto"))
+            b = L.button(description=model, tooltip=_("use {model}").format(model=model))
             b.add_class("vp-choice")
             b.on_click(lambda _, m=model: self.state.set_model(m))
             self._match_buttons[model] = b

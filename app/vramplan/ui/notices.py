@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as W
 
+from . import looks as L
 from .i18n import _, msg
 from .text import message_html
 
@@ -18,7 +19,7 @@ def notice_text(n) -> str:
 class NoticeBar(W.VBox):
     def __init__(self, state):
         self.state = state
-        self.text = W.HTML()
+        self.text = L.html()
         self.choices = W.Box(layout=W.Layout(flex_flow="row wrap"))
         self.choices.add_class("vp-choices")
         self.undo = W.Button(description=_("Undo"), icon="",
@@ -33,7 +34,7 @@ class NoticeBar(W.VBox):
     def _button(self, gpu: str) -> W.Button:
         if gpu not in self._buttons:
             dev = self.state.db.get(gpu)
-            b = W.Button(description=dev.name, tooltip=gpu, layout=W.Layout(width="auto"))
+            b = L.button(description=dev.name, tooltip=gpu)
             b.add_class("vp-choice")
             b.on_click(lambda _, g=gpu: self.state.set_gpu(g))
             self._buttons[gpu] = b

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import ipywidgets as W
 
 from ..scenario.extra import ARRAY_DTYPES, FFT_MODES, PIXEL_FORMATS, SOLVERS
+from . import looks as L
 from . import text as T
 from .fields import css_key
 from .i18n import _, msg
@@ -24,11 +25,11 @@ EDITED = ("render_targets", "arrays", "work_buffers")
 
 
 def _dd(options, value=None) -> W.Dropdown:
-    return W.Dropdown(options=list(options), value=value)
+    return L.dropdown(options=list(options), value=value)
 
 
 def _txt(ph: str = "") -> W.Text:
-    return W.Text(placeholder=ph, continuous_update=False)
+    return L.text(placeholder=ph, continuous_update=False)
 
 
 class ObjectBox(W.VBox):
@@ -37,9 +38,9 @@ class ObjectBox(W.VBox):
         self._syncing = False
         self.field = None
         self.current: Any = None
-        self.label = W.HTML()
+        self.label = L.html()
         self.message = W.HTML(layout=W.Layout(display="none"))
-        self.summary = W.HTML()
+        self.summary = L.html()
         self.clear = W.Button(description=_("Clear"), layout=W.Layout(width="auto"))
         self.clear.add_class("vp-small-btn")
         self.clear.on_click(lambda _: self.on_edit(self.key, None))
@@ -60,7 +61,7 @@ class ObjectBox(W.VBox):
         cells = []
         for (name, w), lab in zip(self.parts.items(), names):
             w.observe(self._changed, "value")
-            cell = W.VBox([W.HTML(f"<div class='vp-label'>{html.escape(lab)}</div>"), w])
+            cell = L.vbox([L.html(f"<div class='vp-label'>{html.escape(lab)}</div>"), w])
             cell.add_class("vp-field")
             cell.add_class(f"vp-f-{css_key(key)}-{name}")
             cells.append(cell)

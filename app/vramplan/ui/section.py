@@ -5,10 +5,12 @@ import html
 
 import ipywidgets as W
 
+from . import looks as L
+
 
 def section(title: str | None, *children: W.Widget, cls: str = "") -> W.VBox:
     """A card with an optional small-caps title."""
-    kids = ([W.HTML(f'<div class="vp-section-title">{html.escape(title)}</div>')]
+    kids = ([L.html(f'<div class="vp-section-title">{html.escape(title)}</div>')]
             if title else [])
     box = W.VBox(kids + list(children))
     box.add_class("vp-section")

@@ -12,6 +12,7 @@ import html
 
 import ipywidgets as W
 
+from . import looks as L
 from . import measure_state as M
 from .chart import ChartPanel, prepare_altair
 from .i18n import _, current_lang, msg, speaking, speaking_for
@@ -55,8 +56,8 @@ class ProgressRow(W.HBox):
     def __init__(self, on_cancel):
         self.bar = W.FloatProgress(value=0.0, min=0.0, max=1.0, layout=W.Layout(width="160px"))
         self.bar.add_class("vp-measure-bar")
-        self.text = W.HTML()
-        self.cancel = W.Button(description=_("Cancel"), layout=W.Layout(width="auto"))
+        self.text = L.html()
+        self.cancel = L.button(description=_("Cancel"))
         self.cancel.add_class("vp-measure-cancel")
         self.cancel.on_click(lambda _b: on_cancel())
         super().__init__([self.bar, self.text, self.cancel])
@@ -109,13 +110,13 @@ class TracePanel(W.VBox):
         self.worker = M.Worker(self.job, post=loop_poster(state), python=python)
         self.for_scenario = None          # the plan the shown trace is of
         self.for_estimate: dict | None = None
-        self.title = W.HTML()
-        self.intro = W.HTML()
-        self.button = W.Button(layout=W.Layout(width="auto"), button_style="primary")
+        self.title = L.html()
+        self.intro = L.html()
+        self.button = L.button(button_style="primary")
         self.button.add_class("vp-trace-button")
         self.button.on_click(speaking_for(state, lambda _b: self.start()))
         self.progress = ProgressRow(speaking_for(state, self.cancel))
-        self.output = W.HTML()
+        self.output = L.html()
         self.output.add_class("vp-trace-result")
         self.chart: ChartPanel | None = None
         self.chart_box = W.Box()
@@ -214,7 +215,7 @@ class TracePanel(W.VBox):
 
         def done(chart):
             if isinstance(chart, Exception):
-                self.chart_box.children = [W.HTML(message_html(
+                self.chart_box.children = [L.html(message_html(
                     _("The timeline could not be drawn: {error}").format(error=chart)))]
                 return
             if self.chart is None:

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 import ipywidgets as W
 
+from . import looks as L
 from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
@@ -120,12 +121,12 @@ class EstimatePanel(W.VBox):
 
     def __init__(self, state):
         self.state = state
-        self.banner = W.HTML()
+        self.banner = L.html()
         self.status = W.HTML(layout=W.Layout(display="none"))
         self.chart = ChartPanel(self._chart, height=110, cls="vp-breakdown", static=self._svg)
-        self.legend = W.HTML()
+        self.legend = L.html()
         self.card = section(None, self.status, self.banner,
-                            W.HTML(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
+                            L.html(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
                                    "</div>"),
                             self.chart, self.legend, cls="vp-estimate-card")
         super().__init__([self.card])

@@ -10,6 +10,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from . import looks as L
 from .fields import FieldBox
 from .i18n import N_, _, msg
 from .model_picker import ModelPicker
@@ -58,8 +59,8 @@ class WorkloadForm(W.VBox):
         self.state = state
         self.picker = ModelPicker(state)
         self.widgets: dict[str, Any] = {}
-        self.message = W.HTML()
-        self.grids = {name: W.GridBox() for name, _title in SECTIONS}
+        self.message = L.html()
+        self.grids = {name: W.GridBox(layout=L.shared("layout")) for name, _title in SECTIONS}
         for g in self.grids.values():
             g.add_class("vp-grid")
         self.sections = {}

@@ -1,0 +1,105 @@
+"""How many widget models the page makes: the browser fetches the state of every one when the
+page loads (Voila's widget manager gives the kernel 4 s for all of them, then asks one widget
+at a time), so the first chart waits on this count. A field's widgets are made when the form
+first shows it; layouts and styles are shared (`ui/looks.py`)."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+W = pytest.importorskip("ipywidgets")
+
+from vramplan.hardware import default_db  # noqa: E402
+from vramplan.ui import App  # noqa: E402
+from vramplan.ui.workload import SKIP  # noqa: E402
+
+# 623 models before the form built its fields on first show with shared layouts and styles
+# (2026-12-01); the default plan's page is 288 of them today
+PAGE_MODELS = 320
+
+
+def _models() -> set[str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)    # Widget.widgets
+        return set(W.Widget.widgets)
+
+
+def _tree(widget, seen: set) -> set:
+    """The model ids of a widget, its layout, its style and its children's, recursively."""
+    if not isinstance(widget, W.Widget) or widget.model_id in seen:
+        return seen
+    seen.add(widget.model_id)
+    for name in ("layout", "style", "children"):
+        v = getattr(widget, name, None)
+        for x in v if isinstance(v, (list, tuple)) else [v]:
+            _tree(x, seen)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def db():
+    return default_db()
+
+
+@pytest.fixture
+def built(db, monkeypatch):
+    """(the default plan's page, the ids of the models its build made)."""
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    before = _models()
+    app = App(db=db, lazy_chart=True, charts=False)
+    return app, _models() - before
+
+
+def test_the_form_makes_widgets_only_for_the_fields_it_shows(built):
+    app, _made = built
+    shown = [f.key for f in app.state.fields if f.key not in SKIP]
+    assert app.scenario.task == "lora" and len(shown) == 20
+    assert list(app.workload.widgets) == shown          # nothing for another family's keys
+    for key in ("resolution", "steps", "serving.max_num_seqs", "arrays", "new_tokens"):
+        assert key not in app.workload.widgets
+    assert set(app.workload.picker.boxes) == {"family", "model"}   # no size / config box yet
+
+
+def test_a_field_is_three_models_and_a_check_box_one(built):
+    """A text field: its box, its label and its input (the layouts and the styles shared, the
+    message made at the first problem); a check box: itself."""
+    app, _made = built
+    fields = app.workload.widgets
+    boxes = sum(len(getattr(w, "boxes", {})) for w in fields.values())
+    assert boxes == 13                       # offload 3 + options 10 for Llama LoRA
+    ids = set()
+    for w in fields.values():
+        ids |= _tree(w, set())
+    shared = 5                               # layout; HTML, text, dropdown and check box styles
+    assert len(ids) == 3 * len(fields) + boxes + shared == 78
+    batch = fields["batch_size"]
+    assert batch.message is None and batch.children == (batch.label, batch.input)
+    app.workload.set("batch_size", "0")
+    assert batch.error and batch.children[-1] is batch.message
+    app.workload.set("batch_size", "4")
+    assert not batch.error and batch.children == (batch.label, batch.input)
+
+
+def test_the_page_stays_under_its_model_bound(built):
+    """Building every field of every family again (or a layout and a style per widget) would
+    pass the bound: each of the 20 fields alone was 11 models."""
+    _app, made = built
+    assert len(made) <= PAGE_MODELS, len(made)
+
+
+def test_a_family_s_fields_are_made_when_it_is_chosen_then_kept(built):
+    app, _made = built
+    form = app.workload
+    form.set("batch_size", "2")
+    form.set("family", "diffusion")
+    assert "resolution" in form.fields and "steps" in form.fields
+    resolution = form.widgets["resolution"]
+    form.set("family", "decoder")
+    form.set("model", "meta-llama/Llama-3.1-8B")
+    assert "resolution" not in form.fields and form.widgets["resolution"] is resolution
+    form.set("family", "size-only")
+    assert set(form.picker.boxes) == {"family", "model", "architecture"}
+    assert form.picker.boxes["architecture"].layout.display == ""
+    form.set("params", "70B")
+    assert app.scenario.architecture == {"params": 70_000_000_000}
