@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .parallel import layout_of
 from .runtime import cuda_context_bytes, legacy_stack, nccl_bytes  # noqa: F401
+from .vec import is_array, to_int, vmax, where
 
 MiB, GiB = 2**20, 2**30
 _SMALL = 1 * MiB          # requests <= 1 MiB come from 2 MiB segments (small pool)
@@ -29,12 +30,15 @@ PERSIST_GRAIN = 0.005
 
 def round_request(n: int) -> int:
     """PyTorch's block size for a request: multiples of 512 bytes."""
-    return max(512, -(-int(n) // 512) * 512)
+    return vmax(512, -(-to_int(n) // 512) * 512)
 
 
 def segment_size(n: int) -> int:
     """Size of the cudaMalloc segment the allocator creates for a request of n bytes."""
     n = round_request(n)
+    if is_array(n):     # a sweep's batch axis (vramplan.vec): the same rule per element
+        return where(n <= _SMALL, 2 * MiB, where(n < _MIN_LARGE, 20 * MiB,
+                                                 -(-n // _ROUND_LARGE) * _ROUND_LARGE))
     if n <= _SMALL:
         return 2 * MiB
     if n < _MIN_LARGE:
@@ -49,6 +53,10 @@ def rounding_waste(largest: int) -> int:
     biases) still share 20 MiB segments, one of them partly used: half of one (10 MiB) is
     counted beside the 2 MiB rounding. Without that term reserved memory would drop by ~10 MiB
     when the largest tensor crosses 10 MiB, and more batch would seem to need less memory."""
+    if is_array(largest):
+        waste = segment_size(largest) - round_request(largest)
+        waste = waste + where(round_request(largest) >= _MIN_LARGE, _MIN_LARGE, 0)
+        return where(largest <= 0, 0, waste)
     if largest <= 0:
         return 0
     waste = segment_size(largest) - round_request(largest)
@@ -60,7 +68,7 @@ def rounding_waste(largest: int) -> int:
 def transient_bytes(components: dict) -> int:
     """Bytes allocated and freed every step (activations, loss buffers, temporaries)."""
     persistent = {"weights", "gradients", "optimizer_states", "kv_cache"}
-    return int(sum(v for k, v in components.items() if k not in persistent))
+    return to_int(sum(v for k, v in components.items() if k not in persistent))
 
 
 def allocator_slack(footprint, scenario=None) -> int:
@@ -70,18 +78,20 @@ def allocator_slack(footprint, scenario=None) -> int:
     comps = footprint.components
     opts = set(getattr(scenario, "options", ()) or ())
     frag = FRAG_EXPANDABLE if "expandable-segments" in opts else FRAG
-    largest = int(footprint.largest_allocation or 0)
+    largest = footprint.largest_allocation
+    largest = to_int(largest) if is_array(largest) else int(largest or 0)
     rounding = rounding_waste(largest)
     persistent = sum(comps.values()) - transient_bytes(comps)
-    return int(rounding + frag * transient_bytes(comps) + PERSIST_GRAIN * persistent)
+    return to_int(rounding + frag * transient_bytes(comps) + PERSIST_GRAIN * persistent)
 
 
 def reserved_bytes(footprint, scenario=None) -> int:
     """Peak reserved: allocated + slack, or the workload's own allocation-history floor."""
     if footprint.allocator != "torch":
         return footprint.peak_allocated_bytes
-    return max(footprint.peak_allocated_bytes + allocator_slack(footprint, scenario),
-               int(footprint.reserved_floor_bytes or 0))
+    floor = footprint.reserved_floor_bytes
+    return vmax(footprint.peak_allocated_bytes + allocator_slack(footprint, scenario),
+                to_int(floor) if is_array(floor) else int(floor or 0))
 
 
 def device_used_bytes(footprint, scenario, device, reserved: int | None = None) -> dict:
@@ -92,4 +102,4 @@ def device_used_bytes(footprint, scenario, device, reserved: int | None = None) 
     nccl = nccl_bytes(layout, device)
     extra = dict(footprint.extra_device_bytes)
     total = reserved + ctx + nccl + sum(extra.values())
-    return {"cuda_context": ctx, "nccl": nccl, **extra, "total": int(total)}
+    return {"cuda_context": ctx, "nccl": nccl, **extra, "total": to_int(total)}

@@ -16,6 +16,13 @@ naming the GPU) split no group. What device_used adds to
 reserved is cached the same way, as one vector over all GPUs per distinct value of the
 scenario and footprint fields it read. The fit is then numpy over the GPUs.
 
+The batch axis is numpy too (`evaluate_batch`): the footprint is called once per GPU group with
+`batch_size` an int64 array of every batch value of the grid, and the workload's own functions
+evaluate them together (`vramplan.vec`: the same code, array-transparent), so one call gives
+(batch values x GPUs) figures. Where a footprint cannot take the array (a branch that differs
+between batch values, a serving engine's pool, a refusal), `VectorFallback` says so and the
+sweep calls it once per batch value instead.
+
 Nothing here models memory: every figure comes from the estimator's own functions.
 """
 from __future__ import annotations
@@ -38,7 +45,14 @@ def freeze(v):
         return ("[]",) + tuple(freeze(x) for x in v)
     if isinstance(v, (set, frozenset)):
         return ("set",) + tuple(sorted(freeze(x) for x in v))
+    if isinstance(v, np.ndarray):
+        return ("nd", v.dtype.str, v.shape, v.tobytes())
     return v
+
+
+class VectorFallback(Exception):
+    """A scenario whose batch axis the footprint did not evaluate as one array (the reason
+    is the message): evaluate its batch values one at a time."""
 
 
 class Recorder:
@@ -253,12 +267,15 @@ class Engine:
         vec = self._offsets.get(key)
         if vec is not None:
             return vec
-        vec = np.empty(self.n, dtype=np.int64)
+        vals = []
         names = set()
         for i, t in enumerate(self.traits):
             rs, rf = Recorder(sc), Recorder(fp)
-            vec[i] = overhead.device_used_bytes(rf, rs, t, 0)["total"]
+            vals.append(overhead.device_used_bytes(rf, rs, t, 0)["total"])
             names |= {("s", k) for k in rs._reads} | {("f", k) for k in rf._reads}
+        # one value per GPU; (GPUs, batch values) where extras follow a batch array
+        shape = np.broadcast_shapes(*(np.shape(v) for v in vals))
+        vec = np.stack([np.broadcast_to(np.asarray(v, dtype=np.int64), shape) for v in vals])
         if not names <= self._off_names:
             self._off_names |= names
             self._off_order = tuple(sorted(self._off_names, key=repr))
@@ -290,4 +307,56 @@ class Engine:
             pt.fits &= pt.ok
         if mask is not None:
             pt.fits &= mask
+        return pt
+
+    def evaluate_batch(self, sc, spec, mask: np.ndarray, size: int) -> "BatchPoint":
+        """`evaluate` of a scenario whose batch_size is an int64 array of `size` values: one
+        footprint call per GPU group evaluates them all (vramplan.vec); arrays of shape
+        (size, GPUs). VectorFallback where a group's footprint cannot take the array or
+        refuses the plan, or the plan has an engine pool (batch capacity)."""
+        bp = BatchPoint(self.n, size)
+        try:
+            groups = self.footprints(sc, spec, mask)
+        except VramplanError as exc:          # raised outside the footprint proper
+            raise VectorFallback(str(exc)) from None
+        except (TypeError, ValueError, IndexError, AttributeError) as exc:   # not array-wise
+            raise VectorFallback(f"{type(exc).__name__}: {exc}") from None
+        for fp, idx in groups:
+            if isinstance(fp, Exception):
+                raise VectorFallback(f"refused: {fp}")
+            if fp.batch_capacity is not None:
+                raise VectorFallback("an engine pool (batch capacity)")
+            try:
+                reserved = overhead.reserved_bytes(fp, sc)
+                off = self.offsets(fp, sc)[idx]
+            except (TypeError, ValueError, IndexError) as exc:
+                raise VectorFallback(f"{type(exc).__name__}: {exc}") from None
+            col = np.reshape(np.asarray(reserved, dtype=np.int64), (-1, 1))
+            bp.allocated[:, idx] = np.reshape(
+                np.asarray(fp.peak_allocated_bytes, dtype=np.int64), (-1, 1))
+            bp.reserved[:, idx] = col
+            bp.used[:, idx] = col + (off.T if off.ndim == 2 else off)
+            bp.footprints.append((fp, idx))
+        bp.fits = (bp.used <= self.usable) & mask
+        return bp
+
+
+class BatchPoint:
+    """One scenario at `size` batch values on every GPU: (batch values, GPUs) arrays."""
+
+    __slots__ = ("allocated", "reserved", "used", "fits", "footprints")
+
+    def __init__(self, n: int, size: int):
+        self.allocated = np.zeros((size, n), dtype=np.int64)
+        self.reserved = np.zeros((size, n), dtype=np.int64)
+        self.used = np.zeros((size, n), dtype=np.int64)
+        self.fits = np.zeros((size, n), dtype=bool)
+        self.footprints: list = []
+
+    def row(self, j: int) -> Point:
+        """The Point of the j-th batch value (for max_batch's base point)."""
+        pt = Point(self.used.shape[1])
+        pt.allocated, pt.reserved, pt.used, pt.fits = (
+            self.allocated[j], self.reserved[j], self.used[j], self.fits[j])
+        pt.footprints = list(self.footprints)
         return pt

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..scenario.keys import EXTRA_DEFAULTS
+from ..vec import is_array, to_int
 from ..vocab import COMPONENTS  # noqa: F401 (a workload may add its own, e.g. "frame_buffers")
 
 
@@ -49,10 +50,15 @@ class Footprint:
 
     @property
     def peak_allocated_bytes(self) -> int:
-        return int(sum(self.components.values()))
+        return to_int(sum(self.components.values()))
 
     def __post_init__(self) -> None:
         for k, v in self.components.items():
+            if is_array(v):     # a sweep's batch axis (vramplan.vec): int64 per element
+                if (v < 0).any() or (v.dtype.kind != "i" and (to_int(v) != v).any()):
+                    raise ValueError(f"component {k} must be non-negative ints of bytes")
+                self.components[k] = to_int(v)
+                continue
             if int(v) != v or v < 0:
                 raise ValueError(f"component {k} must be a non-negative int of bytes, got {v!r}")
             self.components[k] = int(v)

@@ -13,6 +13,7 @@ from ... import parallel as par
 from ... import precision as prec_mod
 from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype, plan_warnings
+from ...vec import int_or, to_int, vmax
 from ..base import Footprint
 from . import traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
@@ -61,7 +62,7 @@ class _Ctx(Training):
         self.off = set(sc.offload or ())
         self.L = par.layout_of(sc.parallel)
         self.notes: list[str] = []
-        self.b = int(sc.batch_size or 1)
+        self.b = int_or(sc.batch_size, 1)   # an int64 array in a sweep (vramplan.vec)
         self.s = int(sc.seq_len or 1)
         bd = arch.param_breakdown()
         L, tp, pp = arch.total_layers, self.L.tensor, self.L.pipeline
@@ -325,8 +326,9 @@ class _Ctx(Training):
         return fp
 
     def _fp(self, comps, peak, phases, largest, bw=None) -> Footprint:
-        fp = Footprint(components={k: int(max(0, v)) for k, v in comps.items()}, peak_phase=peak,
-                       phases={k: {c: int(max(0, v)) for c, v in ph.items()}
+        fp = Footprint(components={k: to_int(vmax(0, v)) for k, v in comps.items()},
+                       peak_phase=peak,
+                       phases={k: {c: to_int(vmax(0, v)) for c, v in ph.items()}
                                for k, ph in phases.items()},
-                       largest_allocation=int(largest), bandwidth=bw or {}, notes=self.notes)
+                       largest_allocation=to_int(largest), bandwidth=bw or {}, notes=self.notes)
         return fp

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...vec import to_int
 from .activations import Kernels, layer_coeffs
 
 
@@ -61,7 +62,7 @@ def ring_buffers(arch, p: int, tokens: int, tensor: int, context: int) -> int:
     if context <= 1:
         return 0
     kvw = 2 * arch.kv_heads * arch.head_dim / max(1, tensor)   # K and V of this rank's heads
-    return int(2 * p * tokens * kvw)
+    return to_int(2 * p * tokens * kvw)
 
 
 def stages(pipeline: int) -> list[int]:

@@ -19,6 +19,7 @@ Conventions (each stated in the estimate's notes where it applies):
 from __future__ import annotations
 
 from ... import precision as prec_mod
+from ...vec import to_int
 
 
 def expert_params(arch) -> int:
@@ -74,7 +75,7 @@ def attention_flops(arch, context: float) -> float:
 
 def per_gpu(ctx, flops: float) -> int:
     L = ctx.L
-    return int(flops / max(1, L.tensor * L.pipeline * L.context))
+    return to_int(flops / max(1, L.tensor * L.pipeline * L.context))
 
 
 def train_flops(ctx, tokens: int, lora: bool, checkpointing: str) -> int:

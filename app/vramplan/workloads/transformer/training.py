@@ -9,6 +9,8 @@ from ... import precision as prec_mod
 from ...catalog import hf_config
 from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype
+from ...vec import isin, to_int, truth, vmax, where
+from ...vec import peak as peak_of
 from ..base import Footprint
 from . import sharding, traffic
 from .activations import (inner_dropout, layer_coeffs, saves_output, selective_coeff,
@@ -130,10 +132,10 @@ class Training:
             acts = nl_live * layer_full
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
         # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
-        acts += ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
-        acts += (self.p * sbh if self.last else 0)
+        acts = acts + ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
+        acts = acts + (self.p * sbh if self.last else 0)
         if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
-            acts += sbh / seq_div
+            acts = acts + sbh / seq_div
         if a.kind == "encoder-decoder":
             self.notes.append("encoder-decoder: decoder blocks counted like encoder blocks at "
                               "seq_len (cross-attention approximated)")
@@ -170,20 +172,20 @@ class Training:
         head_grad, bwd_extra = self._head_grad(T, tb, logits, bwd_tmp, lora,
                                                persist or in_bwd or L.zero >= 2)
         fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
-                   "optimizer_states": states, "activations": int(acts),
+                   "optimizer_states": states, "activations": to_int(acts),
                    "temporary": cast_cache + fsdp_ws}
         # FSDP: the loss's backward runs before any block's, beside the gathered root unit only
         # (FSDP2 unshards a block in its pre-backward); a block's backward adds its gathered
         # unit, the prefetched one and its unsharded gradients (tracing/plan.py, 2-D trace)
-        bwd_fsdp = fsdp_root + max(0, bwd_tmp + fsdp_ws - fsdp_root - bwd_extra)
+        bwd_fsdp = fsdp_root + vmax(0, bwd_tmp + fsdp_ws - fsdp_root - bwd_extra)
         bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad + head_grad,
                "optimizer_states": states,
-               "activations": int(acts + bwd_extra),
+               "activations": to_int(acts + bwd_extra),
                "temporary": ckpt_cache + bwd_fsdp}
         phases = {"forward": fwd_end, "backward": bwd}
         if one_pass:
             phases["backward-later"] = dict(bwd, gradients=grads_full + held_grad,
-                                            activations=int(acts - per_mb + bwd_extra))
+                                            activations=to_int(acts - per_mb + bwd_extra))
         if not in_bwd and optim != "none":
             phases["optimizer-step"] = {"weights": weights, "gradients": grads_full,
                                         "optimizer_states": states, "temporary": step_tmp}
@@ -192,8 +194,7 @@ class Training:
                                       "gradients": grads_full if not in_bwd else held_grad,
                                       "optimizer_states": states,
                                       "temporary": fsdp_ws + (step_tmp if in_bwd else 0)}
-        peak = max(phases, key=lambda p: sum(phases[p].values()))
-        comps = dict(phases[peak])
+        peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
         self._train_notes(optim, impl, persist, paged, lora)
         if par_off:
             self.notes.append("offload 'params' with ZeRO-3: FSDP CPUOffload(offload_params="
@@ -204,9 +205,9 @@ class Training:
                               "being computed, one prefetched and the unit's unsharded gradients "
                               "before they go to the CPU (temporary)")
         # the largest tensor live at the peak: after backward only parameter-sized ones remain
-        big = largest * tb if peak in ("optimizer-step", "backward-end") else \
-            max(logits / 3 if logits else 0, layer_full / 8, largest * tb)
-        fp = self._fp(comps, peak, phases, int(big))
+        big = where(isin(peak, ("optimizer-step", "backward-end")), largest * tb,
+                    vmax(where(logits, logits / 3, 0), layer_full / 8, largest * tb))
+        fp = self._fp(comps, peak, phases, to_int(big))
         if paged and not opt_off:  # bitsandbytes paged states live in CUDA unified memory
             for ph in phases.values():
                 ph["optimizer_states"] = 0
@@ -219,8 +220,8 @@ class Training:
             cb = 2 if (self.mixed or self.p == 2) else 4
             w_pass = self.base_weight_bytes(fmt) if lora else self.params_g * cb
         steps_bytes = (w_pass * (3 if ckpt == "full" else 2) + 2 * grads_full) * ga \
-            + 2 * (states + weights + grads_full) + 2 * int(acts) * ga
-        fp.bandwidth = {"bytes_per_step": int(steps_bytes), "tokens_per_step": T * ga,
+            + 2 * (states + weights + grads_full) + 2 * to_int(acts) * ga
+        fp.bandwidth = {"bytes_per_step": to_int(steps_bytes), "tokens_per_step": T * ga,
                         "flops_per_step": traffic.train_flops(self, self.b * self.s * ga, lora,
                                                               ckpt),
                         "compute_dtype": compute_dtype(self.prec, self.opts)}
@@ -237,17 +238,17 @@ class Training:
         every other chunk's saved logits are alive; after a whole-vocabulary cross-entropy its
         buffers are gone and the logits' gradient (16-bit, cast back) remains beside it."""
         a = self.arch
-        if not self.last or lora or held_elsewhere or a.kind == "encoder" or not logits:
-            return 0, max(logits, bwd_tmp)
+        if not self.last or lora or held_elsewhere or a.kind == "encoder" or not truth(logits):
+            return 0, vmax(logits, bwd_tmp)
         g = int(tb * self._head / self.L.tensor)
         self.notes.append("backward: the output projection's weight gradient is made first (right "
                           "after the loss) and stays live through the rest of backward")
         if "chunked-loss" in self.opts:
-            return g, max(logits, bwd_tmp)
+            return g, vmax(logits, bwd_tmp)
         V = a.vocab // (self.L.tensor if "loss-parallel" in self.opts else 1)
         upcast = self.p == 4 or self.mixed or upcasts_softmax(a.model_type)
         at_head = self.p * T * V + (0 if upcast else self.p * T * V)
-        return g, max(logits - g, at_head, bwd_tmp)
+        return g, vmax(logits - g, at_head, bwd_tmp)
 
     def _kernel_notes(self, k) -> None:
         """Say which of the config's kernel facts changed the saved activations."""
