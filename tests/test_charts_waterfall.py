@@ -28,7 +28,7 @@ def test_cost_text_reads_the_advisor_figures():
     # 0.0264 -> 2.6% (one decimal under 10%), 0.1534 -> 15%
     assert charts.cost_label(COST) == ("+2.6% compute · +15% step time in transfers over "
                                        "PCIe Gen4 x16 · accuracy risk medium")
-    assert charts.cost_label(FREE) == "no extra cost"
+    assert charts.cost_label(FREE) == "no extra compute or traffic"
     assert waterfall.cost_text({**FREE, "changes_job": True, "gpus": 16}) == \
         "changes the job · 16 GPUs"
     assert waterfall.cost_text({"compute_share": 0.33}) == "+33% compute"
@@ -54,7 +54,7 @@ def test_waterfall_labels_fit_and_the_tooltip_keeps_everything():
                                "over PCIe Gen4 x16 · accuracy risk medium")
     assert offload["label"] == "-40.0 GiB · +2.6% compute · +15% step time…"
     assert len(offload["label"]) <= waterfall.LABEL_CHARS
-    assert comp["text"] == comp["label"] == "-10.0 GiB · no extra cost"
+    assert comp["text"] == comp["label"] == "-10.0 GiB · no extra compute or traffic"
     assert after["label"] == "50.0 GiB · still 10.0 GiB over"     # 100 - 40 - 10, limit 40
     spec = charts.savings_waterfall_chart(ADVICE, peak_bytes=100 * GiB,
                                           usable_bytes=40 * GiB).to_dict()

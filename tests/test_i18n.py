@@ -211,6 +211,7 @@ GLOSS = re.compile(f"(?<=[{CJK}])[（(][A-Za-z][A-Za-z \\-]*[）)]")   # 伪张�
 
 def english_left(text: str, names: set[str]) -> list[str]:
     """The English words of `text` a Chinese reader would need translated."""
+    text = " ".join(w for w in text.split() if "_" not in w)  # identifiers: max_model_len
     for n in sorted(names, key=len, reverse=True):       # model ids, GPU names, ...
         if n and n in text:
             text = text.replace(n, " ")
@@ -325,6 +326,51 @@ def test_the_charts_and_advice_in_chinese_have_no_untranslated_english(db, monke
         texts = chart_texts(app.chart.spec)
         left = {t: english_left(t, names) for t in texts if english_left(t, names)}
         assert not left, (view, left)
+
+
+# plans that get advice of each kind: changes with and without a cost, plans over more GPUs,
+# an engine's max_model_len, a volume split into slabs, a plan that fits with room to grow
+ADVISED = [
+    ("nvidia-l4", {"model": "gpt2", "task": "train", "batch_size": 64, "seq_len": 1024}),
+    ("nvidia-rtx-4090", {"model": "meta-llama/Llama-3.1-70B", "task": "serve"}),
+    ("nvidia-l4", {"task": "volume", "resolution": [2048, 2048, 2048]}),
+    ("nvidia-l4", {"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "denoise",
+                   "batch_size": 16}),
+    ("nvidia-h100-sxm5-80gb", {"model": "meta-llama/Llama-3.1-8B", "task": "lora"}),
+]
+
+
+@pytest.mark.parametrize("gpu, plan", ADVISED, ids=[p.get("model", p["task"]) for _, p in
+                                                    ADVISED])
+def test_the_advisor_panel_in_chinese_translates_its_titles_and_costs(db, monkeypatch, gpu,
+                                                                       plan):
+    """Every title and cost of the advice in Chinese (none left in English marked lang='en'),
+    and an applied change's notice too."""
+    pytest.importorskip("ipywidgets")
+    from vramplan.ui import App
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    app = App(db=db, charts=False, lang="zh", gpu=gpu, scenario=plan)
+    app.advisor.enabled = True
+    app.advisor.render()                   # outside a kernel the advice is computed in place
+    adv = app.state.advice
+    assert adv is not None and app.advisor.value
+    assert "lang='en'" not in app.advisor.value, app.advisor.value
+    problems = _untranslated(app.advisor, allowed_names(db))
+    assert not problems, problems
+    texts = " ".join(visible_strings(app.advisor))
+    if adv.fits:
+        assert "装得下，剩余" in texts
+    else:
+        assert adv.recommendations and "节省" in texts
+    free = [r for r in adv.recommendations if r.saves_bytes > 0 and not r.cost.compute_share
+            and not r.cost.time_share and r.cost.accuracy_risk == "none"
+            and not r.cost.changes_job and r.cost.gpus <= 1]
+    if free:                               # a change whose every cost figure is nil
+        assert "无额外计算或传输" in texts
+    if app.advisor.buttons:
+        app.advisor.buttons[0].click()
+        notice = " ".join(html_text(app.notices.value))
+        assert "已应用" in notice and not english_left(notice, allowed_names(db)), notice
 
 
 def chart_texts(spec) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..i18n import gettext as _t
+from ..i18n import translate_message
 from . import theme
 
 KIND_COLORS = {
@@ -15,6 +16,7 @@ KIND_COLORS = {
 
 
 LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
+NO_COST = "no extra compute or traffic"      # a change whose every cost figure is nil
 ADVISOR_COST_KEYS = ("compute_share", "time_share", "accuracy_risk", "changes_job", "score")
 
 
@@ -30,15 +32,16 @@ def _share(v: float) -> str:
 def cost_text(cost: Any, lang: str = "en") -> str:
     """An advisor `Cost` (or its `to_dict()`) in words, the advisor's figures as the planner's
     cards print them: '+2.6% compute · +23% step time in transfers over PCIe Gen4 x16 ·
-    accuracy risk medium · changes the job · 16 GPUs'; 'no extra cost' when every figure is
-    zero. `lang`: the words in that language (`vramplan.i18n`; the report's catalogue).
-    (The cards' `ui.advisor.cost_text` is a later stage: charts cannot import it.)"""
+    accuracy risk medium · changes the job · 16 GPUs'; 'no extra compute or traffic' when
+    every figure is nil. `lang`: the words in that language (`vramplan.i18n`; the report's
+    catalogue). The one wording of a cost: the report and the page's advisor panel use it."""
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
     parts = []
     if theme.finite(c.get("compute_share")) and c["compute_share"] > 0:
         parts.append(_t("{share} compute", lang).format(share=_share(c["compute_share"])))
     if theme.finite(c.get("time_share")) and c["time_share"] > 0:
         link = c.get("host_link") or c.get("link")
+        link = translate_message(str(link), lang) if link else link
         text = "{share} step time in transfers over {link}" if link else \
             "{share} step time in transfers"
         parts.append(_t(text, lang).format(share=_share(c["time_share"]), link=link))
@@ -49,7 +52,7 @@ def cost_text(cost: Any, lang: str = "en") -> str:
         parts.append(_t("changes the job", lang))
     if theme.finite(c.get("gpus")) and c["gpus"] > 1:
         parts.append(_t("{n} GPUs", lang).format(n=int(c["gpus"])))
-    return " · ".join(parts) or _t("no extra cost", lang)
+    return " · ".join(parts) or _t(NO_COST, lang)
 
 
 def cost_label(cost: Any, lang: str = "en") -> str:

@@ -7,11 +7,11 @@ the advisor's, which are `estimate`'s.
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import ipywidgets as W
 
 from . import looks as L
+from ..charts.waterfall import cost_text
 from .i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
@@ -20,26 +20,6 @@ from .text import count, gib, label_of, message_html, size
 PLANS = 3
 CHANGES = 6
 _e = html.escape
-
-
-def cost_text(cost: Any) -> str:
-    """'+33% compute · accuracy risk medium · 16 GPUs' from an advisor Cost (or its dict)."""
-    c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
-    parts = []
-    if c.get("compute_share"):
-        parts.append(_("+{share} compute").format(share=f"{c['compute_share']:.0%}"))
-    if c.get("time_share"):
-        share = f"{c['time_share']:.0%}"
-        parts.append(_("+{share} step time in transfers over {link}").format(
-            share=share, link=c["host_link"]) if c.get("host_link") else
-            _("+{share} step time in transfers").format(share=share))
-    if c.get("accuracy_risk") not in (None, "none"):
-        parts.append(_("accuracy risk {level}").format(level=_(str(c["accuracy_risk"]))))
-    if c.get("changes_job"):
-        parts.append(_("changes the job"))
-    if (c.get("gpus") or 1) > 1:
-        parts.append(_("{n} GPUs").format(n=c["gpus"]))
-    return " · ".join(parts) or _("no cost found")
 
 
 def growth_text(growth: dict, scenario=None) -> str:
@@ -168,7 +148,7 @@ class AdvisorPanel(W.VBox):
                 f"<ul class='vp-list'>{items}</ul>"
                 "<div class='vp-plan-figs'>" + _("{used} of {usable} per GPU").format(
                     used=gib(used), usable=gib(p.estimate.gpu.usable_bytes)) +
-                f"</div><div class='vp-hint'>{_e(cost_text(p.cost))}</div>")
+                f"</div><div class='vp-hint'>{_e(cost_text(p.cost, current_lang()))}</div>")
             self._apply_button(card.children[1], p, _("Apply this plan"))
             cards.append(card)
         if tuple(cards) != self.plans.children:
@@ -184,7 +164,7 @@ class AdvisorPanel(W.VBox):
             row.children[0].value = (f"<div class='vp-change'><b>{title_html(r.title)}</b>"
                                      "<div class='vp-hint'>" + _("saves {size}").format(
                                          size=size(r.saves_bytes)) +
-                                     f"{fits} · {_e(cost_text(r.cost))}</div></div>")
+                                     f"{fits} · {_e(cost_text(r.cost, current_lang()))}</div></div>")
             self._apply_button(row.children[1], r)
             rows.append(row)
         if tuple(rows) != self.changes.children:

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 from ..i18n import (DEFAULT_LANG, LANG_NAMES, LANGS, format_number, gettext, normalise_lang,
                     translate_message)
 
-__all__ = ["_", "N_", "msg", "current_lang", "speaking", "speaking_for", "set_lang", "num",
+__all__ = ["_", "N_", "msg", "msg_joined", "current_lang", "speaking", "speaking_for", "set_lang", "num",
            "LANGS", "LANG_NAMES"]
 
 _LANG: contextvars.ContextVar[str] = contextvars.ContextVar("vramplan_page_lang",
@@ -39,6 +39,26 @@ def msg(text: str) -> str:
     """A message made elsewhere with its values in (an error from the scenario, an estimate
     note) in the current page's language, where the catalogue has its pattern; else as is."""
     return translate_message(str(text), _LANG.get())
+
+
+def msg_joined(text: str, sep: str = " + ") -> str:
+    """`msg` of a text, else of its runs between `sep`, longest first: a plan's title is its
+    changes' titles joined ('LoRA adapters on a frozen 16-bit base + torch.compile (...)'),
+    and a title may hold `sep` itself ('... 512 planes + 1 halo plane per side ...')."""
+    text = str(text)
+    whole = msg(text)
+    if whole != text or sep not in text:
+        return whole
+    parts, out, i = text.split(sep), [], 0
+    while i < len(parts):
+        for j in range(len(parts), i, -1):
+            run = sep.join(parts[i:j])
+            said = msg(run)
+            if said != run or j == i + 1:
+                out.append(said)
+                i = j
+                break
+    return sep.join(out)
 
 
 def N_(text: str) -> str:

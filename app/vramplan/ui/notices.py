@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as W
 
 from . import looks as L
-from .i18n import _, msg
+from .i18n import _, msg, msg_joined
 from .text import message_html
 
 
@@ -13,7 +13,7 @@ def notice_text(n) -> str:
     """A notice in the page's language (its values translated where they are messages)."""
     if not n.template:
         return msg(n.text)
-    return _(n.template).format(**{k: msg(v) for k, v in n.params})
+    return _(n.template).format(**{k: msg_joined(v) for k, v in n.params})
 
 
 class NoticeBar(W.VBox):
