@@ -121,3 +121,66 @@ def test_j_cases_fidelity():
     assert len(a) >= 10
     assert statistics.median(a) <= 0.15, errs
     assert a[int(round(0.9 * (len(a) - 1)))] <= 0.30, errs
+
+
+T5_XXL = 4_762_310_656       # google/t5-v1_1-xxl encoder parameters (catalog)
+T5_WO = 1_006_632_960        # 24 x 10240 x 4096: the 'wo' projections transformers keeps in fp32
+T5_EMBED = 131_596_288       # 32128 x 4096
+
+
+def test_t5_keeps_wo_in_fp32_under_fp16_only():
+    t5 = get_model("PixArt-alpha/PixArt-Sigma-XL-2-1024-MS").config["components"]["text_encoder"]
+    assert component_weight_bytes(t5, "fp16") == (T5_XXL - T5_WO) * 2 + T5_WO * 4
+    assert component_weight_bytes(t5, "bf16") == T5_XXL * 2          # the fp16 rule only
+    # optimum-quanto qfloat8 quantises every Linear, 'wo' too; the embedding stays fp16
+    fp8 = component_weight_bytes(t5, "fp8")
+    assert fp8 == int((T5_XXL - T5_EMBED) * (1 + 4 / 4096)) + 2 * T5_EMBED
+    # HF blog quanto-diffusers: quantising the fp16 T5 of PixArt-Sigma saved 6.184 GiB
+    saved = (component_weight_bytes(t5, "fp16") - fp8) / GiB
+    assert abs(saved - 6.184) < 0.01, saved
+
+
+def test_pixart_quanto_table_is_resident_weights():
+    # blog table: fp16 12.086 GiB, transformer + T5 in qfloat8 5.363 GiB (same at batch 4)
+    w16 = fp(model="PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", task="load", precision="fp16")
+    w8 = fp(model="PixArt-alpha/PixArt-Sigma-XL-2-1024-MS", task="load", precision="fp8")
+    assert 12.086 - 0.08 < w16.components["weights"] / GiB < 12.086
+    assert 5.363 - 0.10 < w8.components["weights"] / GiB < 5.363
+
+
+def test_nf4_pipelines_have_no_double_quant():
+    # diffusers / transformers BitsAndBytesConfig default: one fp32 absmax per 64 weights
+    flux = get_model("black-forest-labs/FLUX.1-dev").config["components"]
+    tr = flux["transformer"]
+    lin = int(tr["params"] * 0.999)
+    assert component_weight_bytes(tr, "nf4") == int(lin * 0.5625) + 2 * (tr["params"] - lin)
+    t5 = flux["text_encoder_2"]
+    rest = T5_XXL - T5_WO - T5_EMBED
+    assert component_weight_bytes(t5, "nf4") == int(rest * 0.5625) + 2 * T5_EMBED + 4 * T5_WO
+    # HF blog diffusers-quantization, BnB 4-bit: 12.584 GiB after loading
+    f = fp(model="black-forest-labs/FLUX.1-dev", task="load", precision="nf4")
+    assert abs(f.components["weights"] / GiB - 12.584) < 0.06
+
+
+def test_reserved_keeps_what_the_decode_cannot_reuse():
+    from vramplan.workloads.diffusion.parts import vae2d_levels
+    MiB = 2**20
+    vae = get_model("black-forest-labs/FLUX.1-dev").config["components"]["vae"]
+    lv = vae2d_levels(vae, 1, 1024, 1024, 2, eager=False)
+    # level 0: 512 ch at 128^2 bf16 = 16 MiB; a ResnetBlock2D holds 5 of them (its
+    # input, norm2, silu, conv2 and its workspace); level 1: 512 ch at 256^2 = 64 MiB, 5 of them
+    assert lv[0] == (5 * 16 * MiB, 16 * MiB)
+    assert lv[1] == (5 * 64 * MiB, 64 * MiB)
+    assert lv[2][1] == 256 * MiB and lv[3][1] == 512 * MiB
+    base = dict(model="black-forest-labs/FLUX.1-dev", resolution=[1024, 1024], precision="bf16")
+    f = fp(**base)
+    # the denoiser's largest block: 4608 tokens x 12288 (MLP) x 2 B = 108 MiB holds the level 0
+    # and 1 tensors only, so 80 + 320 MiB of the decode come out of the earlier phases' cache
+    held = f.phases["text-encode"]["activations"] + f.phases["denoise"]["activations"]
+    stair = sum(p for p, _ in lv)
+    out_img = 3 * 1024 * 1024 * 2
+    assert f.reserved_floor_bytes == f.phases["vae-decode"]["weights"] + stair + out_img \
+        + held - 400 * MiB
+    # enable_model_cpu_offload: accelerate empties the cache as it swaps components
+    g = fp(**base, offload=["model"])
+    assert g.reserved_floor_bytes == g.phases["vae-decode"]["weights"] + stair + out_img

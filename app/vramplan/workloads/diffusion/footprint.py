@@ -26,7 +26,7 @@ from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS, check_geometry  # noqa
 from .flops import denoiser_flops
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
-                              vae3d_decode)
+                              vae2d_levels, vae3d_decode)
 
 DENOISERS = ("unet", "transformer")
 
@@ -48,22 +48,46 @@ def component_precision(scenario, name: str, comp: dict) -> str:
     return prec
 
 
+# bitsandbytes NF4 as diffusers pipelines load it: diffusers' and transformers'
+# BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4") leave
+# bnb_4bit_use_double_quant at its default False (the FLUX examples of the diffusers
+# bitsandbytes docs and of the HF blog "Exploring Quantization Backends in Diffusers" set no
+# more), so each 64-weight block keeps an fp32 absmax: 0.5 + 4/64 B per weight (precision.py's
+# nf4 is QLoRA's double-quantised format, 0.5 + 1/64 + ...). FLUX.1-dev so: 12.54 GiB vs the
+# blog's 12.584 GiB after loading (double quantisation would give 11.86).
+NF4_PIPELINE_BYTES = 0.5 + 4.0 / 64
+
+
+def _kept_out(comp: dict, prec: str) -> tuple[int, int]:
+    """(params, bytes each) that transformers keeps out of `prec`: a model's
+    `_keep_in_fp32_modules` (T5's 'wo', the catalog's `keep_in_fp32`). modeling_utils keeps
+    them in fp32 when torch_dtype is float16 (not under bf16) and for the quantizers that ask
+    (`bytes_by_format`: fp32 under bitsandbytes 4-bit, the compute dtype under torchao int8).
+    The fp16 rule shows in the HF blog quanto-diffusers' PixArt-Sigma figures: quantising the
+    fp16 T5 to qfloat8 saved 6.184 GiB, i.e. 3.62e9 fp16 + 1.01e9 fp32 ('wo') weights to 1 B."""
+    keep = comp.get("keep_in_fp32") or {}
+    by = dict(keep.get("bytes_by_format", {}))
+    if keep:
+        by.setdefault("fp16", 4)
+    return (int(keep.get("params", 0)), int(by[prec])) if prec in by else (0, 0)
+
+
 def component_weight_bytes(comp: dict, prec: str, layerwise: bool = False) -> int:
     """Resident bytes of one component's weights in `prec`."""
     n = int(comp["params"])
+    kept, kept_b = _kept_out(comp, prec)
     if not P.is_quantized(prec):
-        return n * P.param_bytes(prec) if prec not in ("fp16", "bf16") else 2 * n
+        per = P.param_bytes(prec) if prec not in ("fp16", "bf16") else 2
+        return (n - kept) * per + kept * kept_b
     if layerwise and prec == "fp8":
         skip = int(comp.get("layerwise_skip_params", 0))
         return (n - skip) * 1 + 2 * skip
-    keep = comp.get("keep_in_fp32") or {}
-    kept_fp32 = int(keep.get("params", 0)) if prec in keep.get("bytes_by_format", {}) else 0
-    kept_fp32_bytes = kept_fp32 * keep.get("bytes_by_format", {}).get(prec, 0)
     embed = int(comp.get("embedding_params", 0))
-    rest = n - kept_fp32 - embed
+    rest = n - kept - embed
     lin = int(rest * comp.get("linear_fraction", 1.0))
     other = rest - lin + embed
-    return int(lin * P.WEIGHT_FORMAT_BYTES[prec]) + 2 * other + int(kept_fp32_bytes)
+    fmt = NF4_PIPELINE_BYTES if prec == "nf4" else P.WEIGHT_FORMAT_BYTES[prec]
+    return int(lin * fmt) + 2 * other + kept * kept_b
 
 
 def _lora_params(den: dict, rank: int, n_targets: int) -> int:
@@ -188,6 +212,10 @@ def footprint(scenario, spec, device) -> Footprint:
     out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)
     phases["vae-decode"] = {"weights": resident("vae"), "activations": vpk + out_img}
     largest["vae-decode"] = vbig
+    carried = 0
+    if vae["kind"] != "kl3d-cogvideox" and not offload_model:
+        carried = _carried_segments(phases, largest,
+                                    vae2d_levels(vae, dec_b, oh, ow, vae_e, eager))
 
     # -- training of the denoiser -------------------------------------------------------------
     # one denoiser forward of one latent (CFG doubles the batch below)
@@ -225,12 +253,38 @@ def footprint(scenario, spec, device) -> Footprint:
     # The caching allocator keeps each VAE level's segments (a level's blocks are too small
     # for the next, 4x larger level), so reserved memory climbs above allocated there.
     # The staircase is reserved whenever the decode runs (task denoise), also when another
-    # phase holds more allocated bytes: reserved is the maximum over the whole run.
-    floor = int(phases["vae-decode"]["weights"] + stair + out_img) if "vae-decode" in phases \
-        and task not in ("load", "forward") else 0
+    # phase holds more allocated bytes: reserved is the maximum over the whole run; on top
+    # of it, what the earlier phases left cached and the decode could not reuse (`carried`).
+    floor = int(phases["vae-decode"]["weights"] + stair + out_img + carried) \
+        if "vae-decode" in phases and task not in ("load", "forward") else 0
     return Footprint(components=components, peak_phase=peak, phases=phases,
                      largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes,
                      reserved_floor_bytes=floor)
+
+
+def _lesser(a, b):
+    """min(a, b) without a branch, so a sweep's batch array passes through."""
+    return b + (a - b) * (a < b)
+
+
+def _carried_segments(phases: dict, largest: dict, levels: list) -> int:
+    """Reserved bytes the text encoders and the denoiser leave behind that the VAE decode
+    cannot reuse. A pipeline call runs encode_prompt, the denoising loop and the decode with no
+    empty_cache between them (diffusers' pipelines; only enable_model_cpu_offload's hooks call
+    accelerate's clear_device_cache as they swap components), so the caching allocator keeps
+    those phases' segments (about their peak activations). A cached block serves only a request
+    it can hold, so the decode reuses them for the levels whose largest tensor fits the
+    denoiser's largest block (FLUX at 1024^2: the 16 and 64 MiB tensors of the first two
+    levels, not the 256-512 MiB ones at full resolution); the rest stays reserved beside the
+    decode's own staircase. The tracer's allocator model (measure/tracing/allocator.py) agrees
+    on FLUX.1-dev bf16 1024^2: T5-XXL at 512 tokens, one transformer step and the decode in one
+    allocation log reserve 3.37 GiB above the weights, the decode alone 2.74."""
+    held = phases.get("text-encode", {}).get("activations", 0) + \
+        phases["denoise"]["activations"]
+    fits = 0
+    for pk, big in levels:
+        fits = fits + pk * (big <= largest["denoise"])
+    return held - _lesser(held, fits)
 
 
 def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_h, lat_w,

@@ -173,6 +173,16 @@ def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     """(peak, largest tensor, staircase) of AutoencoderKL.decode for b images of out_h x out_w.
     `staircase` sums the per-level peaks: the caching allocator keeps each level's segments, and
     a level's blocks are too small for the next (4x larger) level, so reserved memory climbs."""
+    levels = vae2d_levels(cfg, b, out_h, out_w, e, eager)
+    peaks = [p for p, _ in levels]
+    return int(max(peaks)), int(max(big for _, big in levels)), int(sum(peaks))
+
+
+def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
+                 eager: bool) -> list[tuple[int, int]]:
+    """(peak, largest tensor) of each resolution level of AutoencoderKL.decode, from the latent
+    size up (the mid block and its attention sit at level 0; an upsampler belongs to the level
+    it produces)."""
     ds = cfg.get("downsample", 8)
     lh, lw = max(1, out_h // ds), max(1, out_w // ds)
     chs = list(reversed(cfg["block_out_channels"]))
@@ -182,12 +192,12 @@ def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     # per resolution level: its peak (the mid block and attention sit at level 0; an upsampler
     # belongs to the level it produces)
     levels = [0] * len(chs)
+    bigs = [0] * len(chs)
     levels[0] = _resnet(u(chs[0], p0), u(chs[0], p0))
-    largest = 0
     if cfg.get("attention", True):
         att = 8 * b * p0 * p0 if eager else 0                   # fp32 softmax: 2 fp32 matrices
         levels[0] = max(levels[0], 4 * u(chs[0], p0) + att)
-        largest = b * p0 * p0 * 4 if eager else 0
+        bigs[0] = b * p0 * p0 * 4 if eager else 0
     for i, c_out in enumerate(chs):
         c_in = chs[i - 1] if i else chs[0]
         p = p0 * 4 ** i
@@ -199,9 +209,8 @@ def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
         if i:                                                   # upsampler into this level
             pk = max(pk, u(c_in, p // 4) + 3 * u(c_in, p))      # in, interp, conv, workspace
         levels[i] = max(levels[i], pk)
-        largest = max(largest, u(c_in, p))
-    peak = max(levels)
-    return int(peak), int(largest), int(sum(levels))
+        bigs[i] = max(bigs[i], u(c_in, p))
+    return [(int(pk), int(big)) for pk, big in zip(levels, bigs)]
 
 
 def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
