@@ -14,6 +14,7 @@ byte and never imports numpy.
     peak(phases)                  the phase with the most bytes (the first of ties) and its
                                   components; arrays: per element (missing components are 0)
     isin(x, options)              x in options, per element for an array of names
+    shown(x)                      x for an f-string; an array as a short text (notes)
 
 A branch that an array cannot take for all its elements at once (`truth` of an array whose
 elements disagree) raises `Divergent`; the caller then evaluates the elements one by one.
@@ -75,6 +76,14 @@ def int_or(x, default: int):
     if getattr(x, "ndim", 0) > 0:
         return to_int(x)
     return int(x or default)
+
+
+def shown(x):
+    """x itself for a number (an f-string prints it as before); for an array a short text of
+    its range (printing every element costs more than the arithmetic)."""
+    if getattr(x, "ndim", 0) > 0:
+        return f"{x.min()}..{x.max()} ({x.size} values)" if x.size else "[]"
+    return x
 
 
 def where(cond, a, b):

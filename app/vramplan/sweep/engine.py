@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-from .. import overhead, runtime
+from .. import overhead, runtime, vec
 from ..errors import VramplanError
 from ..hardware import default_db, traits_of
 from ..workloads.dispatch import footprint as workload_footprint
@@ -52,7 +52,12 @@ def freeze(v):
 
 class VectorFallback(Exception):
     """A scenario whose batch axis the footprint did not evaluate as one array (the reason
-    is the message): evaluate its batch values one at a time."""
+    is the message): evaluate its batch values one at a time. `divergent`: a branch differed
+    between batch values (vec.Divergent), so parts of the axis may still go as arrays."""
+
+    def __init__(self, why: str, divergent: bool = False):
+        super().__init__(why)
+        self.divergent = divergent
 
 
 class Recorder:
@@ -320,7 +325,8 @@ class Engine:
         except VramplanError as exc:          # raised outside the footprint proper
             raise VectorFallback(str(exc)) from None
         except (TypeError, ValueError, IndexError, AttributeError) as exc:   # not array-wise
-            raise VectorFallback(f"{type(exc).__name__}: {exc}") from None
+            raise VectorFallback(f"{type(exc).__name__}: {exc}",
+                                 isinstance(exc, vec.Divergent)) from None
         for fp, idx in groups:
             if isinstance(fp, Exception):
                 raise VectorFallback(f"refused: {fp}")

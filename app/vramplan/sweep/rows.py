@@ -149,11 +149,22 @@ def _rows(job: _Job, combos) -> tuple:
             per_class.append((sc0, spec, variants, cmask, pos, [None],
                               _vector(eng, sc0, spec, variants, cmask, vb, stats)))
         r0 = len(points)
-        for b in (batch or [None]):
+        for sc0, spec, variants, cmask, pos, combo_mb, segs in per_class:
+            at = cols[pos]
+            for lo, hi, bp in segs or ():
+                rows = slice(r0 + lo, r0 + hi)
+                alloc[rows, pos], res[rows, pos], used[rows, pos], fits[rows, pos] = (
+                    bp.allocated[:, at], bp.reserved[:, at], bp.used[:, at], bp.fits[:, at])
+                if mb is not None:   # one max batch per grid point, as below (no engine pool)
+                    if combo_mb[0] is None:
+                        combo_mb[0] = max_batch(variants.get(batch[lo]), mask=cmask, eng=eng,
+                                                spec=spec, base_point=bp.row(0))[at]
+                    mb[rows, pos] = combo_mb[0]
+        for j, b in enumerate(batch or [None]):
             r = len(points)
             points.append({**point, "batch_size": b} if b is not None else dict(point))
-            for sc0, spec, variants, cmask, pos, combo_mb, vpt in per_class:
-                if vpt is not None:
+            for sc0, spec, variants, cmask, pos, combo_mb, segs in per_class:
+                if segs is not None and segs.covers(j):
                     continue
                 sc = sc0 if (b is None or isinstance(sc0, Exception)) else variants.get(b)
                 if isinstance(sc, Exception):
@@ -176,15 +187,6 @@ def _rows(job: _Job, combos) -> tuple:
                         mb[r, pos] = max_batch(sc, mask=cmask, eng=eng, spec=spec,
                                                base_point=pt)[at]
                         combo_mb[0] = mb[r, pos].copy() if reuse else None
-        for sc0, spec, variants, cmask, pos, _, vpt in per_class:
-            if vpt is None:
-                continue
-            at, rows = cols[pos], slice(r0, r0 + len(vb))
-            alloc[rows, pos], res[rows, pos], used[rows, pos], fits[rows, pos] = (
-                vpt.allocated[:, at], vpt.reserved[:, at], vpt.used[:, at], vpt.fits[:, at])
-            if mb is not None:   # as above: one max batch per grid point (no engine pool)
-                mb[rows, pos] = max_batch(variants.get(batch[0]), mask=cmask, eng=eng,
-                                          spec=spec, base_point=vpt.row(0))[at]
     return (alloc, res, used, fits, mb, points, errors, eng.footprint_calls - calls0, stats)
 
 
@@ -197,23 +199,46 @@ def _batch_array(batch):
     return np.asarray(batch, dtype=np.int64)
 
 
+class Segments(list):
+    """[(first, last + 1, BatchPoint)]: the runs of a grid point's batch axis that one
+    footprint call each gave."""
+
+    def covers(self, j: int) -> bool:
+        return any(lo <= j < hi for lo, hi, _ in self)
+
+
 def _vector(eng, sc0, spec, variants, cmask, vb, stats):
-    """Every batch value of one grid point and GPU group in one footprint call (a
-    BatchPoint), or None: then one call per batch value (the reason counted in stats)."""
+    """The batch axis of one grid point and GPU group in as few footprint calls as the
+    workload allows (Segments), or None: then one call per batch value (the reason counted
+    in stats). Where a branch differs between batch values (vec.Divergent: e.g. a layout
+    that changes at batch 1) the axis is halved until each part takes one branch; a part of
+    one value goes alone."""
     if vb is None or isinstance(sc0, Exception):
         return None
     if not variants.fast:
         why = "the batch sets other keys (e.g. a serving plan's max_num_seqs)"
         stats["fallback"][why] = stats["fallback"].get(why, 0) + 1
         return None
-    try:
-        got = eng.evaluate_batch(with_batch(sc0, vb), spec, cmask, len(vb))
-    except VectorFallback as exc:
-        why = str(exc)
-        stats["fallback"][why] = stats["fallback"].get(why, 0) + 1
-        return None
-    stats["vector"] += 1
-    return got
+    segs = Segments()
+
+    def run(lo: int, hi: int) -> None:
+        if hi - lo < 2:                 # one value: the scalar call
+            return
+        try:
+            segs.append((lo, hi, eng.evaluate_batch(with_batch(sc0, vb[lo:hi]), spec, cmask,
+                                                    hi - lo)))
+            stats["vector"] += 1
+        except VectorFallback as exc:
+            if exc.divergent:
+                mid = (lo + hi) // 2
+                run(lo, mid)
+                run(mid, hi)
+                return
+            why = str(exc)
+            stats["fallback"][why] = stats["fallback"].get(why, 0) + 1
+
+    run(0, len(vb))
+    return segs or None
 
 
 def _merged(job: _Job, point: dict, classes: list) -> list:

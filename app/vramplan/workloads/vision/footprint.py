@@ -23,6 +23,8 @@ import json
 
 from ... import runtime
 from ...errors import ScenarioError
+from ...vec import isin, shown, to_int, truth, vmax, where
+from ...vec import peak as peak_of
 from ..base import Footprint
 from ...hardware.capabilities import plan_warnings
 from .family import native_resolution, resolution_rule
@@ -181,13 +183,13 @@ def footprint(scenario, spec, device) -> Footprint:
                                          f"in fp32, fp16/bf16 or fp16-mixed/bf16-mixed")
     res = _resolution(cfg, scenario.resolution)
     mode = _attention_mode(scenario, cfg)
-    batch = int(scenario.batch_size)
+    batch = to_int(scenario.batch_size)     # an int64 array in a sweep (vramplan.vec)
     legacy = training and runtime.legacy_stack(scenario, device)
-    g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"], batch == 1,
-                    legacy)
+    g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"],
+                    truth(batch == 1), legacy)
     P, tr = g.params, (g.params - g.frozen_params if training else 0)
     notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
-             f"graph at {'x'.join(map(str, res))}, batch {batch}",
+             f"graph at {'x'.join(map(str, res))}, batch {shown(batch)}",
              f"framework convention '{fw}' (see docs/vision.md)"]
     if legacy:
         notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
@@ -211,10 +213,10 @@ def footprint(scenario, spec, device) -> Footprint:
         comps["activations"] = act
         return Footprint(components=comps, peak_phase="forward" if task == "forward" else "load",
                          phases={"forward": dict(comps)},
-                         largest_allocation=max(a["largest"] if task == "forward" else 0,
-                                                int(g.largest_param * (wb or 2))),
+                         largest_allocation=vmax(a["largest"] if task == "forward" else 0,
+                                                 int(g.largest_param * (wb or 2))),
                          bandwidth={} if task == "load" else   # a load runs no step
-                         {"bytes_per_step": int(weights + 2 * a["inference_peak"])},
+                         {"bytes_per_step": to_int(weights + 2 * a["inference_peak"])},
                          notes=notes)
 
     # --- training: model states --------------------------------------------------------------
@@ -251,9 +253,9 @@ def footprint(scenario, spec, device) -> Footprint:
     c = g.curves(keep, checkpoint=getattr(scenario, "checkpointing", "none") == "full")
     a = c.at(batch, 0 if (persist or in_bwd) else grads)
     g_fwd = grads if persist else 0
-    g_bwd = grads if (persist or in_bwd) else int(a["backward_param_frac"] * grads)
+    g_bwd = grads if (persist or in_bwd) else to_int(a["backward_param_frac"] * grads)
     fwd_act, fwd_tmp = a["forward_peak"], 0
-    if g.transient and a["end_of_forward"] + g.transient > fwd_act:
+    if g.transient and truth(a["end_of_forward"] + g.transient > fwd_act):
         fwd_act, fwd_tmp = a["end_of_forward"], g.transient
         notes.append("forward peak at the RPN loss: IoU matrices of anchors x ground-truth "
                      f"boxes ({cfg.get('gt_boxes_max', 93)} boxes, the dataset's most crowded "
@@ -268,16 +270,16 @@ def footprint(scenario, spec, device) -> Footprint:
     }
     if in_bwd:
         phases["optimizer-step"] = dict(phases["backward"], activations=0)
-    peak = max(phases, key=lambda k: sum(phases[k].values()))
-    comps.update(phases[peak])
+    peak, top = peak_of(phases)     # per element for a sweep's batch axis (vramplan.vec)
+    comps.update(top)
     if buckets:
         notes.append("DDP gradient buckets (a flat copy of the gradients) counted in gradients")
     saved = a["saved"]
     bw = 3 * weights + 2 * grads + 2 * states + 2 * saved
     return Footprint(components=comps, peak_phase=peak, phases=phases,
-                     largest_allocation=max(a["largest"] if peak != "optimizer-step" else 0,
-                                            g.largest_param * 4),
-                     bandwidth={"bytes_per_step": int(bw)}, notes=notes)
+                     largest_allocation=vmax(where(isin(peak, ("optimizer-step",)), 0,
+                                                   a["largest"]), g.largest_param * 4),
+                     bandwidth={"bytes_per_step": to_int(bw)}, notes=notes)
 
 
 def activation_bytes(model: str, resolution, batch: int = 1, precision="fp32", task="train",

@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ...vec import is_array, to_int
+
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "i64": 8, "u8": 1}
 
 
@@ -451,6 +453,8 @@ class Curves:
         backward (zero when gradients are pre-allocated), so the backward peak can sit at the
         op where activations + gradients so far are largest."""
         import numpy as np
+        if is_array(batch):      # a sweep's batch axis (vramplan.vec): one value per batch
+            return self._at_many(batch, param_grad_bytes)
         fwd = self._at(self.forward, batch)
         res = {"saved": int(self._at(self.saved, batch)),
                "forward_peak": int(fwd.max()), "end_of_forward": int(fwd[-1]),
@@ -464,4 +468,23 @@ class Curves:
             res["backward_peak"] = int(self._at(self.backward, batch)[i])
             res["backward_grads"] = int(self._at(self.grads, batch)[i])
             res["backward_param_frac"] = float(self.param_frac[i])
+        return res
+
+    def _at_many(self, batch, param_grad_bytes) -> dict:
+        """`at` for an int64 array of batch values, element by element the same arithmetic."""
+        import numpy as np
+        B = batch[:, None]
+        fwd = self._at(self.forward, B)
+        res = {"saved": to_int(self._at(self.saved, batch)),
+               "forward_peak": to_int(fwd.max(axis=1)), "end_of_forward": to_int(fwd[:, -1]),
+               "inference_peak": to_int(self._at(self.inference, B).max(axis=1)),
+               "largest": to_int(np.maximum(self.largest[0] * batch, self.largest[1])),
+               "backward_peak": 0, "backward_grads": 0, "backward_param_frac": 0.0}
+        if self.backward is not None and self.backward.shape[1]:
+            back = self._at(self.backward, B)
+            bwd = np.where(self.active, back + self.param_frac * param_grad_bytes, 0)
+            i, rows = bwd.argmax(axis=1), np.arange(len(batch))   # the first top, as argmax
+            res["backward_peak"] = to_int(back[rows, i])
+            res["backward_grads"] = to_int(self._at(self.grads, B)[rows, i])
+            res["backward_param_frac"] = self.param_frac[i]
         return res
