@@ -43,6 +43,14 @@ GRIDS = [
     ({"task": "array", "arrays": [{"name": "a", "shape": [4096, 4096]}]},
      {"copies": "1,2", "gpu": SOME}),
     ({"task": "render"}, {"msaa": "1,4", "gpu": SOME}),
+    # batch axes that go as one array (vramplan.vec): the batch-1 layout of a CNN splits them
+    ({"model": "torchvision/resnet18", "task": "train"}, {"batch_size": "1..5", "gpu": SOME}),
+    ({"model": "torchvision/vit_b_16", "task": "forward"}, {"batch_size": "2..6", "gpu": SOME}),
+    ({"model": "mmdet/faster-rcnn_r50_fpn", "task": "train"},
+     {"batch_size": "1..4", "gpu": SOME}),
+    ({"model": "gpt2", "task": "generate"}, {"batch_size": "1..4", "gpu": SOME}),
+    ({"model": "Qwen/Qwen2.5-0.5B", "task": "qlora", "seq_len": 512},
+     {"batch_size": "1..6", "checkpointing": "none,full", "gpu": SOME}),
 ]
 
 
@@ -224,3 +232,15 @@ def test_forked_workers_give_the_same_grid():
     for a, b in zip((one.used, one.reserved, one.allocated, one.fits, one.max_batch),
                     (two.used, two.reserved, two.allocated, two.fits, two.max_batch)):
         assert (a == b).all()
+
+
+def test_the_batch_axis_goes_as_one_array_where_the_workload_takes_it():
+    r = sweep({"model": "gpt2", "task": "train"}, {"batch_size": "1..32", "gpu": "all"})
+    assert r.vector_groups >= 1 and not r.fallbacks
+    assert r.footprint_calls == r.vector_groups <= 3     # 32 batch values, one call per group
+    # a CNN's batch-1 layout differs (vec.Divergent): batch 1 alone, 2..8 as one array
+    c = sweep({"model": "torchvision/resnet18", "task": "train"}, {"batch_size": "1..8"},
+              gpus=["nvidia-rtx-4090"])
+    assert c.vector_groups == 1 and not c.fallbacks and c.footprint_calls == 3
+    s = sweep({"model": "gpt2", "task": "serve"}, {"batch_size": "16,64"}, gpus=SOME)
+    assert s.vector_groups == 0 and any("max_num_seqs" in k for k in s.fallbacks)

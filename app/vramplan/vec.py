@@ -15,6 +15,7 @@ byte and never imports numpy.
                                   components; arrays: per element (missing components are 0)
     isin(x, options)              x in options, per element for an array of names
     shown(x)                      x for an f-string; an array as a short text (notes)
+    scalar(x, what)               x; an array refused (NotArrayWise) where code is not array-wise
 
 A branch that an array cannot take for all its elements at once (`truth` of an array whose
 elements disagree) raises `Divergent`; the caller then evaluates the elements one by one.
@@ -27,6 +28,18 @@ from __future__ import annotations
 
 class Divergent(ValueError):
     """A branch whose condition differs between the elements of an array call."""
+
+
+class NotArrayWise(TypeError):
+    """Code written for numbers only was given an array (the caller then goes one by one)."""
+
+
+def scalar(x, what: str):
+    """x, refusing an array loudly where `what` is not written array-wise (e.g. code that
+    catches exceptions and would otherwise swallow numpy's)."""
+    if getattr(x, "ndim", 0) > 0:
+        raise NotArrayWise(f"{what} takes one batch value at a time")
+    return x
 
 
 def is_array(x) -> bool:

@@ -318,7 +318,7 @@ class Engine:
         """`evaluate` of a scenario whose batch_size is an int64 array of `size` values: one
         footprint call per GPU group evaluates them all (vramplan.vec); arrays of shape
         (size, GPUs). VectorFallback where a group's footprint cannot take the array or
-        refuses the plan, or the plan has an engine pool (batch capacity)."""
+        refuses the plan."""
         bp = BatchPoint(self.n, size)
         try:
             groups = self.footprints(sc, spec, mask)
@@ -330,8 +330,6 @@ class Engine:
         for fp, idx in groups:
             if isinstance(fp, Exception):
                 raise VectorFallback(f"refused: {fp}")
-            if fp.batch_capacity is not None:
-                raise VectorFallback("an engine pool (batch capacity)")
             try:
                 reserved = overhead.reserved_bytes(fp, sc)
                 off = self.offsets(fp, sc)[idx]
@@ -342,6 +340,9 @@ class Engine:
                 np.asarray(fp.peak_allocated_bytes, dtype=np.int64), (-1, 1))
             bp.reserved[:, idx] = col
             bp.used[:, idx] = col + (off.T if off.ndim == 2 else off)
+            if fp.batch_capacity is not None:
+                bp.capacity[:, idx] = np.reshape(
+                    np.asarray(fp.batch_capacity, dtype=np.int64), (-1, 1))
             bp.footprints.append((fp, idx))
         bp.fits = (bp.used <= self.usable) & mask
         return bp
@@ -350,19 +351,20 @@ class Engine:
 class BatchPoint:
     """One scenario at `size` batch values on every GPU: (batch values, GPUs) arrays."""
 
-    __slots__ = ("allocated", "reserved", "used", "fits", "footprints")
+    __slots__ = ("allocated", "reserved", "used", "fits", "capacity", "footprints")
 
     def __init__(self, n: int, size: int):
         self.allocated = np.zeros((size, n), dtype=np.int64)
         self.reserved = np.zeros((size, n), dtype=np.int64)
         self.used = np.zeros((size, n), dtype=np.int64)
         self.fits = np.zeros((size, n), dtype=bool)
+        self.capacity = np.full((size, n), -1, dtype=np.int64)
         self.footprints: list = []
 
     def row(self, j: int) -> Point:
         """The Point of the j-th batch value (for max_batch's base point)."""
         pt = Point(self.used.shape[1])
-        pt.allocated, pt.reserved, pt.used, pt.fits = (
-            self.allocated[j], self.reserved[j], self.used[j], self.fits[j])
+        pt.allocated, pt.reserved, pt.used, pt.fits, pt.capacity = (
+            self.allocated[j], self.reserved[j], self.used[j], self.fits[j], self.capacity[j])
         pt.footprints = list(self.footprints)
         return pt

@@ -155,11 +155,18 @@ def _rows(job: _Job, combos) -> tuple:
                 rows = slice(r0 + lo, r0 + hi)
                 alloc[rows, pos], res[rows, pos], used[rows, pos], fits[rows, pos] = (
                     bp.allocated[:, at], bp.reserved[:, at], bp.used[:, at], bp.fits[:, at])
-                if mb is not None:   # one max batch per grid point, as below (no engine pool)
-                    if combo_mb[0] is None:
-                        combo_mb[0] = max_batch(variants.get(batch[lo]), mask=cmask, eng=eng,
-                                                spec=spec, base_point=bp.row(0))[at]
-                    mb[rows, pos] = combo_mb[0]
+                if mb is None:
+                    continue
+                if (bp.capacity >= 0).any():     # an engine's capacity: each row's own
+                    for j in range(lo, hi):
+                        mb[r0 + j, pos] = max_batch(variants.get(batch[j]), mask=cmask,
+                                                    eng=eng, spec=spec,
+                                                    base_point=bp.row(j - lo))[at]
+                    continue
+                if combo_mb[0] is None:          # one max batch per grid point, as below
+                    combo_mb[0] = max_batch(variants.get(batch[lo]), mask=cmask, eng=eng,
+                                            spec=spec, base_point=bp.row(0))[at]
+                mb[rows, pos] = combo_mb[0]
         for j, b in enumerate(batch or [None]):
             r = len(points)
             points.append({**point, "batch_size": b} if b is not None else dict(point))
@@ -210,9 +217,9 @@ class Segments(list):
 def _vector(eng, sc0, spec, variants, cmask, vb, stats):
     """The batch axis of one grid point and GPU group in as few footprint calls as the
     workload allows (Segments), or None: then one call per batch value (the reason counted
-    in stats). Where a branch differs between batch values (vec.Divergent: e.g. a layout
-    that changes at batch 1) the axis is halved until each part takes one branch; a part of
-    one value goes alone."""
+    in stats). Where a branch differs between batch values (vec.Divergent) the first value
+    is tried alone (a layout that changes at batch 1 is the common case), then the rest is
+    halved until each part takes one branch; a part of one value goes alone."""
     if vb is None or isinstance(sc0, Exception):
         return None
     if not variants.fast:
@@ -221,7 +228,7 @@ def _vector(eng, sc0, spec, variants, cmask, vb, stats):
         return None
     segs = Segments()
 
-    def run(lo: int, hi: int) -> None:
+    def run(lo: int, hi: int, peel: bool = False) -> None:
         if hi - lo < 2:                 # one value: the scalar call
             return
         try:
@@ -230,14 +237,14 @@ def _vector(eng, sc0, spec, variants, cmask, vb, stats):
             stats["vector"] += 1
         except VectorFallback as exc:
             if exc.divergent:
-                mid = (lo + hi) // 2
+                mid = lo + 1 if peel else (lo + hi) // 2
                 run(lo, mid)
                 run(mid, hi)
                 return
             why = str(exc)
             stats["fallback"][why] = stats["fallback"].get(why, 0) + 1
 
-    run(0, len(vb))
+    run(0, len(vb), peel=True)
     return segs or None
 
 

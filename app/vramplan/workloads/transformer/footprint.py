@@ -13,7 +13,8 @@ from ... import parallel as par
 from ... import precision as prec_mod
 from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype, plan_warnings
-from ...vec import int_or, to_int, vmax
+from ...vec import int_or, shown, to_int, vmax
+from ...vec import peak as peak_of
 from ..base import Footprint
 from . import traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
@@ -197,16 +198,16 @@ class _Ctx(Training):
                 a.heads * self.s ** 2 / self.L.tensor
         hidden = 2 * self.p * T * a.hidden
         logits = self.logits_peak(T, False)
-        act = int(hidden + max(layer, scores, logits))
+        act = to_int(hidden + vmax(layer, scores, logits))
         comps = {"weights": w, "activations": act}
         self.notes.append("forward: no_grad pass; one block's tensors live at a time")
         moved = traffic.moved_weight_bytes(self, self.b * self.s)
         bw = self._offload_bw({
-            "bytes_per_step": int(moved + 2 * act), "tokens_per_step": self.b * self.s,
+            "bytes_per_step": to_int(moved + 2 * act), "tokens_per_step": self.b * self.s,
             "flops_per_step": traffic.inference_flops(self, self.b * self.s, self.s),
             "compute_dtype": compute_dtype(self.prec, self.opts)}, moved)
         self._moe_note(self.b * self.s)
-        return self._fp(comps, "forward", {"forward": dict(comps)}, int(max(scores / max(1, a.layers), logits, layer)), bw)
+        return self._fp(comps, "forward", {"forward": dict(comps)}, to_int(vmax(scores / max(1, a.layers), logits, layer)), bw)
 
     def generate(self) -> Footprint:
         a, b, s = self.arch, self.b, self.s
@@ -225,7 +226,7 @@ class _Ctx(Training):
             scores = score_bytes_inference(a.model_type, self.p, self.mixed) * b * a.heads * s * s
         logit_tokens = T if legacy_cache else b
         logits = self.logits_peak(logit_tokens, False)
-        prefill_act = int(2 * self.p * T * a.hidden + max(layer, scores, logits))
+        prefill_act = to_int(2 * self.p * T * a.hidden + vmax(layer, scores, logits))
         prefill = {"weights": w, "kv_cache": kv_prompt, "activations": prefill_act}
         phases = {"prefill": prefill}
         if "static-cache" in self.opts:
@@ -240,17 +241,16 @@ class _Ctx(Training):
                 tmp = kv_final // max(1, a.layers)
             dec_logits = self.logits_peak(b, False)
             phases["decode"] = {"weights": w, "kv_cache": kv_final, "temporary": tmp,
-                                "activations": int(dec_logits + 4 * self.p * b * a.hidden)}
+                                "activations": to_int(dec_logits + 4 * self.p * b * a.hidden)}
         self.notes.append(
             "generate: HF generate. attention 'eager' is read as the pre-4.36 transformers stack: "
             "tuple KV cache grown by torch.cat (old and new cache both alive at the end of a "
             "step) and logits for every prompt position; sdpa/flash: DynamicCache (one layer's "
             "copy) and last-position logits (options dynamic-cache / static-cache / "
             "legacy-cache override)")
-        peak = max(phases, key=lambda k: sum(phases[k].values()))
+        peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
         bw = self._generate_bw(kvpt, prefill_act, n)
-        comps = dict(phases[peak])
-        return self._fp(comps, peak, phases, int(max(logits, kv_final // max(1, a.layers) if n > 1 else 0)), bw)
+        return self._fp(comps, peak, phases, to_int(vmax(logits, kv_final // max(1, a.layers) if n > 1 else 0)), bw)
 
     def _generate_bw(self, kvpt: int, prefill_act: int, n: int) -> dict:
         """One decode step of the batch (b sequences, one new token each, at the average
@@ -262,21 +262,21 @@ class _Ctx(Training):
             step = w + b * s * kvpt + 2 * prefill_act
             self._moe_note(b * s)
             return self._offload_bw({
-                "bytes_per_step": int(step), "tokens_per_step": b * s,
+                "bytes_per_step": to_int(step), "tokens_per_step": b * s,
                 "flops_per_step": traffic.inference_flops(self, b * s, s),
                 "compute_dtype": dt}, w)
         ctx = s + n // 2
         w = traffic.moved_weight_bytes(self, b)
         kv = kvpt * b * ctx
-        self.notes.append(f"generate bandwidth: one decode step of the batch ({b} sequences, one "
+        self.notes.append(f"generate bandwidth: one decode step of the batch ({shown(b)} sequences, one "
                           f"token each) at the average context {ctx:,} tokens (prompt + half "
                           "the new tokens): weights read once per step plus every sequence's "
                           "KV; per-token figures are the step's over its batch")
         self._moe_note(b)
         return self._offload_bw({
-            "bytes_per_step": int(w + kv), "tokens_per_step": b,
+            "bytes_per_step": to_int(w + kv), "tokens_per_step": b,
             "bytes_per_token": (w + kv) / b, "weight_bytes_per_step": int(w),
-            "kv_bytes_per_step": int(kv),
+            "kv_bytes_per_step": to_int(kv),
             "flops_per_step": traffic.inference_flops(self, b, ctx), "compute_dtype": dt,
             "prefill_flops": traffic.inference_flops(self, b * s, s)}, w)
 

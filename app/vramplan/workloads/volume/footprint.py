@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...scenario.extra import ARRAY_DTYPES
 from ..array.footprint import work_buffer_bytes
+from ...vec import int_or, scalar, shown, to_int
 from ..base import Footprint, extra_of
 from .family import DEFAULT_RESOLUTION
 
@@ -27,14 +28,15 @@ def footprint(scenario, spec, device, network=None) -> Footprint:
     ex = extra_of(scenario, "volume")
     res = tuple(scenario.resolution or DEFAULT_RESOLUTION)
     one = volume_bytes(res, ex["channels"], ex["dtype"])
-    b = int(scenario.batch_size or 1)
-    comps = {"volumes": int(one * ex["copies"] * b)}
+    b = int_or(scenario.batch_size, 1)     # an int64 array in a sweep (vramplan.vec)
+    comps = {"volumes": to_int(one * ex["copies"] * b)}
     shape = list(res if len(res) == 3 else (1, *res)) + [ex["channels"]]
     comps.update(work_buffer_bytes(ex["work_buffers"], shape, ex["dtype"]))
     notes = [f"{'x'.join(map(str, res))} voxels x {ex['channels']} ch {ex['dtype']} = "
-             f"{one:,} B per volume; {ex['copies']} copies x batch {b}"]
+             f"{one:,} B per volume; {ex['copies']} copies x batch {shown(b)}"]
     phase = "compute"
     if spec is not None and ex.get("patch"):
+        scalar(b, "a 3-D network on patches")   # the except below would hide numpy's refusal
         try:
             sc2 = scenario.replace(task="train", resolution=list(ex["patch"]))
             net = network(sc2, spec, device) if network is not None else None
@@ -49,9 +51,9 @@ def footprint(scenario, spec, device, network=None) -> Footprint:
                          f"(vision workload)")
     total = sum(comps.values())
     data = one * ex["copies"] * b
-    bw = {"bytes_per_pass": int(2 * data),
-          "rule_of_thumb": {"memory_bytes": int(1.5 * one * b), "rule": "dataset x 1.5",
-                            "explicit_bytes": int(total),
+    bw = {"bytes_per_pass": to_int(2 * data),
+          "rule_of_thumb": {"memory_bytes": to_int(1.5 * one * b), "rule": "dataset x 1.5",
+                            "explicit_bytes": to_int(total),
                             "why_different": "the rule assumes half a volume of intermediates; "
                                              "a pipeline keeping input, working and output "
                                              "copies needs 3x, and FFT/solver buffers more"}}
