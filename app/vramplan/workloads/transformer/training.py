@@ -98,9 +98,13 @@ class Training:
         if "fused-optimizer" in self.opts:
             impl = "fused"
         in_bwd = "optimizer-in-backward" in self.opts
+        # optimizer in backward: one optimizer per parameter, stepped in its post-accumulate-
+        # grad hook (torchtune `{p: instantiate(cfg_optimizer, [p])}`; PyTorch's "optimizer step
+        # in backward" tutorial), so a foreach step's temporaries cover one tensor at a time
+        step_impl = "loop" if in_bwd and impl == "foreach" else impl
         step_tmp = 0 if (opt_off or par_off) else par.shard(
-            opt_mod.step_temporary_bytes(optim, n_train, tb, largest, impl),
-            div["optimizer_states"] if impl == "foreach" else 1)
+            opt_mod.step_temporary_bytes(optim, n_train, tb, largest, step_impl),
+            div["optimizer_states"] if step_impl == "foreach" else 1)
 
         # activations -------------------------------------------------------------------------
         k = self.kernels(True)
@@ -169,23 +173,29 @@ class Training:
             # it is held through the whole backward before its update can run
             held_grad = tb * (self.embed_g if a.tied_embeddings and not lora else largest)
         ckpt_cache = cast_cache if ckpt != "full" else 0
-        head_grad, bwd_extra = self._head_grad(T, tb, logits, bwd_tmp, lora,
+        # full checkpointing: the loss's and the head's backward run before the last block is
+        # recomputed (torch.utils.checkpoint unpacks a block's saved tensors when its backward
+        # starts), so the recomputed block and its gradients come after the loss buffers are gone
+        recomputed = layer_full if ckpt == "full" else 0
+        bwd_block = bwd_tmp + recomputed
+        head_grad, bwd_extra = self._head_grad(T, tb, logits, bwd_block, lora,
                                                persist or in_bwd or L.zero >= 2)
+        bwd_acts = acts - recomputed + bwd_extra
         fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
                    "optimizer_states": states, "activations": to_int(acts),
                    "temporary": cast_cache + fsdp_ws}
         # FSDP: the loss's backward runs before any block's, beside the gathered root unit only
         # (FSDP2 unshards a block in its pre-backward); a block's backward adds its gathered
         # unit, the prefetched one and its unsharded gradients (tracing/plan.py, 2-D trace)
-        bwd_fsdp = fsdp_root + vmax(0, bwd_tmp + fsdp_ws - fsdp_root - bwd_extra)
+        bwd_fsdp = fsdp_root + vmax(0, bwd_block + fsdp_ws - fsdp_root - bwd_extra)
         bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad + head_grad,
                "optimizer_states": states,
-               "activations": to_int(acts + bwd_extra),
+               "activations": to_int(bwd_acts),
                "temporary": ckpt_cache + bwd_fsdp}
         phases = {"forward": fwd_end, "backward": bwd}
         if one_pass:
             phases["backward-later"] = dict(bwd, gradients=grads_full + held_grad,
-                                            activations=to_int(acts - per_mb + bwd_extra))
+                                            activations=to_int(bwd_acts - per_mb))
         if not in_bwd and optim != "none":
             phases["optimizer-step"] = {"weights": weights, "gradients": grads_full,
                                         "optimizer_states": states, "temporary": step_tmp}
