@@ -16,6 +16,7 @@ byte and never imports numpy.
     isin(x, options)              x in options, per element for an array of names
     shown(x)                      x for an f-string; an array as a short text (notes)
     scalar(x, what)               x; an array refused (NotArrayWise) where code is not array-wise
+    pick(table, key, default)     table.get(key, default), per element for an array of keys
 
 A branch that an array cannot take for all its elements at once (`truth` of an array whose
 elements disagree) raises `Divergent`; the caller then evaluates the elements one by one.
@@ -93,10 +94,29 @@ def int_or(x, default: int):
 
 def shown(x):
     """x itself for a number (an f-string prints it as before); for an array a short text of
-    its range (printing every element costs more than the arithmetic)."""
+    its range or its distinct names (printing every element costs more than the arithmetic)."""
     if getattr(x, "ndim", 0) > 0:
-        return f"{x.min()}..{x.max()} ({x.size} values)" if x.size else "[]"
+        if not x.size:
+            return "[]"
+        if x.dtype.kind == "O":
+            return " / ".join(dict.fromkeys(str(v) for v in x.tolist()))
+        return f"{x.min()}..{x.max()} ({x.size} values)"
     return x
+
+
+def pick(table: dict, key, default=0):
+    """table.get(key, default); for an array of keys, element i is element i of the value
+    (a number, or an array over the same axis) of key i."""
+    if getattr(key, "ndim", 0) > 0:
+        import numpy as np
+        keys = key.tolist()
+        vals = [table.get(k, default) for k in dict.fromkeys(keys)]
+        out = np.zeros(key.shape, dtype=np.float64 if _floats(vals) else np.int64)
+        for k, v in zip(dict.fromkeys(keys), vals):
+            m = key == k
+            out[m] = np.broadcast_to(v, key.shape)[m]
+        return out
+    return table.get(key, default)
 
 
 def where(cond, a, b):
@@ -153,9 +173,12 @@ def peak(phases: dict):
 def _rows(values: list, shape):
     """The values (numbers or arrays) as the rows of one array, float64 if one is a float."""
     import numpy as np
-    flt = any(isinstance(v, float) or getattr(getattr(v, "dtype", None), "kind", "") == "f"
-              for v in values)
-    m = np.empty((len(values),) + tuple(shape), dtype=np.float64 if flt else np.int64)
+    m = np.empty((len(values),) + tuple(shape), dtype=np.float64 if _floats(values) else np.int64)
     for i, v in enumerate(values):
         m[i] = v
     return m
+
+
+def _floats(values) -> bool:
+    return any(isinstance(v, float) or getattr(getattr(v, "dtype", None), "kind", "") == "f"
+               for v in values)

@@ -24,6 +24,8 @@ from ... import precision as P
 from ...hardware.capabilities import plan_warnings
 from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS, check_geometry  # noqa: F401
 from .flops import denoiser_flops
+from ...vec import peak as peak_of
+from ...vec import pick, shown, to_int, truth, vmax
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
                               vae2d_levels, vae3d_decode)
@@ -126,7 +128,7 @@ def footprint(scenario, spec, device) -> Footprint:
     task = scenario.task
     opts = set(scenario.options or ())
     offload_model = "model" in set(scenario.offload or ())
-    b = int(scenario.batch_size)
+    b = to_int(scenario.batch_size)     # an int64 array in a sweep (vramplan.vec)
     h, w, frames, notes = _geometry(scenario, spec)
     guidance = bool(scenario.guidance)              # None for train / lora: no CFG batch
     cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
@@ -166,9 +168,9 @@ def footprint(scenario, spec, device) -> Footprint:
             den["kind"] == "unet" else 0
         act = text_encoder_bytes(c, b * cfg_mult, toks, _act_bytes(precs[n]))
         cur = phases.get("text-encode", {}).get("activations", 0)
-        if act >= cur:
+        if truth(act >= cur):
             phases["text-encode"] = {"weights": resident(n), "activations": act}
-            largest["text-encode"] = max(weights[n] // max(1, c.get("layers", 1)), act // 4)
+            largest["text-encode"] = vmax(weights[n] // max(1, c.get("layers", 1)), act // 4)
     if den.get("text_tokens"):
         text_tokens = den["text_tokens"]
     elif den["kind"] == "unet":
@@ -233,20 +235,19 @@ def footprint(scenario, spec, device) -> Footprint:
         peak = "denoise"
         components = dict(phases["denoise"])
     else:
-        peak = max(phases, key=lambda k: sum(phases[k].values()))
-        components = dict(phases[peak])
-    components = {k: int(v) for k, v in components.items()}
+        peak, components = peak_of(phases)  # per element for a sweep's batch axis
+    components = {k: to_int(v) for k, v in components.items()}
     for k in ("weights", "activations", "temporary"):
         components.setdefault(k, 0)
     steps = int(scenario.steps)
     den_w = weights[den_name]
     step_bytes = den_w + 2 * den_act
     bw = {} if task == "load" else {   # a load runs no step
-        "bytes_per_step": int(step_bytes), "steps": steps,
+        "bytes_per_step": to_int(step_bytes), "steps": steps,
         "bytes_per_image": step_bytes * steps / b,
-        "flops_per_step": int(fwd_flops * step_b),
+        "flops_per_step": to_int(fwd_flops * step_b),
         "compute_dtype": _compute_dtype(precs[den_name])}
-    notes.append(f"peak phase: {peak}; CFG batch x{cfg_mult}; precisions "
+    notes.append(f"peak phase: {shown(peak)}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
         notes.append("offload 'model': only the running component is resident at each phase")
@@ -255,10 +256,10 @@ def footprint(scenario, spec, device) -> Footprint:
     # The staircase is reserved whenever the decode runs (task denoise), also when another
     # phase holds more allocated bytes: reserved is the maximum over the whole run; on top
     # of it, what the earlier phases left cached and the decode could not reuse (`carried`).
-    floor = int(phases["vae-decode"]["weights"] + stair + out_img + carried) \
+    floor = to_int(phases["vae-decode"]["weights"] + stair + out_img + carried) \
         if "vae-decode" in phases and task not in ("load", "forward") else 0
     return Footprint(components=components, peak_phase=peak, phases=phases,
-                     largest_allocation=int(largest.get(peak, 0)), bandwidth=bw, notes=notes,
+                     largest_allocation=to_int(pick(largest, peak, 0)), bandwidth=bw, notes=notes,
                      reserved_floor_bytes=floor)
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import math
 
+from ...vec import to_int, truth, vmax, where
+
 # ---------------------------------------------------------------------------------------------
 # text encoders
 
@@ -32,7 +34,7 @@ def text_encoder_bytes(cfg: dict, batch: int, tokens: int, e: int) -> int:
     # T5 (transformers) runs eager attention with an fp32 softmax + position bias: ~3 matrices
     scores = batch * heads * tokens * tokens * (3 * 4 if cfg["kind"] == "t5-encoder" else 2 * e)
     out = batch * tokens * h * e * 2                            # hidden states returned
-    return int(act + scores + out)
+    return to_int(act + scores + out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,7 +45,7 @@ def _unet_resnet(cin: int, cout: int) -> int:
     """Peak of a ResnetBlock2D over its (caller-held) input, in bytes of the same unit: norm1 +
     SiLU of the input, conv1, then `(shortcut(x) + h) / scale` holding the shortcut, h, the sum
     and the quotient (the input itself when there is no shortcut, already held)."""
-    return max(2 * cin, cin + cout, 3 * cout + (cout if cin != cout else 0))
+    return vmax(2 * cin, cin + cout, 3 * cout + (cout if truth(cin != cout) else 0))
 
 
 def _unet_transformer(u: int, scores: int, cross: int) -> int:
@@ -52,7 +54,7 @@ def _unet_transformer(u: int, scores: int, cross: int) -> int:
     projection, gelu of its half 4c, the product 4c) = 19c per token; eager self-attention: block
     input, norm1, q/k/v (head_to_batch_dim copies) + 2 score matrices (baddbmm into an empty
     buffer, then softmax); cross-attention likewise with the text tokens."""
-    return max(19 * u, 5 * u + 2 * scores, 5 * u + 2 * cross, 3 * u)
+    return vmax(19 * u, 5 * u + 2 * scores, 5 * u + 2 * cross, 3 * u)
 
 
 def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: int,
@@ -82,7 +84,7 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
             return 0
         s = b * heads[lvl] * ns[lvl] * ns[lvl] * e if eager else 0
         x = b * heads[lvl] * ns[lvl] * text_tokens * e if eager else 0
-        largest = max(largest, s or 8 * u)
+        largest = vmax(largest, where(s, s, 8 * u))   # s or 8u
         return u + _unet_transformer(u, s, x)                   # + its residual input
 
     mid_attn = cfg.get("mid_attention", any(attn))
@@ -92,18 +94,18 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
         for j in range(lpb):
             held = sum(skips)
             ci = cin if j == 0 else c
-            peak = max(peak, held + _unet_resnet(unit(lvl, ci), unit(lvl, c)),
+            peak = vmax(peak, held + _unet_resnet(unit(lvl, ci), unit(lvl, c)),
                        held + transformer(lvl, attn[lvl]))
-            largest = max(largest, unit(lvl, max(ci, c)))
+            largest = vmax(largest, unit(lvl, vmax(ci, c)))
             skips.append(unit(lvl, c))
         if lvl < levels - 1:                                    # downsampler
             skips.append(unit(lvl + 1, c))
-            peak = max(peak, sum(skips))
+            peak = vmax(peak, sum(skips))
         cin = c
     top = levels - 1
     u_top = unit(top, chans[top])                               # mid block
     held = sum(skips)
-    peak = max(peak, held + _unet_resnet(u_top, u_top),
+    peak = vmax(peak, held + _unet_resnet(u_top, u_top),
                held + transformer(top, mid_attn))
     x_in = u_top
     for lvl in reversed(range(levels)):                         # up path
@@ -115,17 +117,17 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
         for j in range(lpb + 1):
             cat = x + tup[-1 - j]
             prev = x if j else 0                                # previous output, until the cat
-            peak = max(peak, held + prev + cat)
-            peak = max(peak, held + cat + _unet_resnet(cat, unit(lvl, c)))
-            largest = max(largest, cat)
-            peak = max(peak, held + transformer(lvl, attn[lvl]))
+            peak = vmax(peak, held + prev + cat)
+            peak = vmax(peak, held + cat + _unet_resnet(cat, unit(lvl, c)))
+            largest = vmax(largest, cat)
+            peak = vmax(peak, held + transformer(lvl, attn[lvl]))
             x = unit(lvl, c)
         if lvl:                                                 # upsampler into level lvl - 1
             up = unit(lvl - 1, c)
-            peak = max(peak, held + x + 2 * up)
+            peak = vmax(peak, held + x + 2 * up)
             x_in = up
     latents = 6 * b * cfg.get("latent_channels", 4) * lat_h * lat_w * 4
-    return int(peak + latents), int(largest)
+    return to_int(peak + latents), to_int(largest)
 
 
 def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
@@ -140,19 +142,19 @@ def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
     rope = (3 * h * 4 // e) if cfg.get("rope") else 0           # three fp32 copies of q (or k)
     attn_phase = (2 + 3 + (3 if joint else 0) + 1) * h + rope
     ff_phase = 4 * h + 2 * f
-    per_tok = max(attn_phase, ff_phase)
+    per_tok = vmax(attn_phase, ff_phase)
     if cfg["kind"] == "flux":
-        per_tok = max(per_tok, 6 * h + 3 * f + rope)
+        per_tok = vmax(per_tok, 6 * h + 3 * f + rope)
     act = b * n * per_tok * e
-    largest = b * n * max(f, 3 * h) * e
+    largest = b * n * vmax(f, 3 * h) * e
     if eager:
         scores = b * heads * n * n * e
         act += 2 * scores
-        largest = max(largest, scores)
+        largest = vmax(largest, scores)
     if cfg["kind"] == "dit-cross" and eager:
         act += 2 * b * heads * img_tokens * text_tokens * e
     stream = 2 * b * n * h * e                                  # hidden states between blocks
-    return int(act + stream), int(largest)
+    return to_int(act + stream), to_int(largest)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,8 +166,8 @@ def _resnet(u_in: int, u_out: int, ws: bool = True) -> int:
     a = 3 * u_in                                                # x, norm1, silu
     b = 2 * u_in + u_out + (u_out if ws else 0)                 # conv1 (+ workspace)
     c = u_in + 3 * u_out + (u_out if ws else 0)                 # norm2/silu/conv2
-    d = u_in + u_out + (u_out if u_in != u_out else 0) + 2 * u_out   # (x + h) / scale
-    return max(a, b, c, d)
+    d = u_in + u_out + (u_out if truth(u_in != u_out) else 0) + 2 * u_out   # (x + h) / scale
+    return vmax(a, b, c, d)
 
 
 def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
@@ -175,7 +177,7 @@ def vae2d_decode(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     a level's blocks are too small for the next (4x larger) level, so reserved memory climbs."""
     levels = vae2d_levels(cfg, b, out_h, out_w, e, eager)
     peaks = [p for p, _ in levels]
-    return int(max(peaks)), int(max(big for _, big in levels)), int(sum(peaks))
+    return to_int(vmax(*peaks)), to_int(vmax(*(big for _, big in levels))), to_int(sum(peaks))
 
 
 def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
@@ -184,7 +186,7 @@ def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     size up (the mid block and its attention sit at level 0; an upsampler belongs to the level
     it produces)."""
     ds = cfg.get("downsample", 8)
-    lh, lw = max(1, out_h // ds), max(1, out_w // ds)
+    lh, lw = vmax(1, out_h // ds), vmax(1, out_w // ds)
     chs = list(reversed(cfg["block_out_channels"]))
     lpb = cfg.get("layers_per_block", 2)
     p0 = lh * lw
@@ -196,21 +198,21 @@ def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     levels[0] = _resnet(u(chs[0], p0), u(chs[0], p0))
     if cfg.get("attention", True):
         att = 8 * b * p0 * p0 if eager else 0                   # fp32 softmax: 2 fp32 matrices
-        levels[0] = max(levels[0], 4 * u(chs[0], p0) + att)
+        levels[0] = vmax(levels[0], 4 * u(chs[0], p0) + att)
         bigs[0] = b * p0 * p0 * 4 if eager else 0
     for i, c_out in enumerate(chs):
         c_in = chs[i - 1] if i else chs[0]
         p = p0 * 4 ** i
         pk = _resnet(u(c_in, p), u(c_out, p))
         if lpb >= 1:
-            pk = max(pk, _resnet(u(c_out, p), u(c_out, p)))
+            pk = vmax(pk, _resnet(u(c_out, p), u(c_out, p)))
         if i == len(chs) - 1:
-            pk = max(pk, 3 * u(c_out, p))                       # norm_out, silu, conv_out
+            pk = vmax(pk, 3 * u(c_out, p))                       # norm_out, silu, conv_out
         if i:                                                   # upsampler into this level
-            pk = max(pk, u(c_in, p // 4) + 3 * u(c_in, p))      # in, interp, conv, workspace
-        levels[i] = max(levels[i], pk)
-        bigs[i] = max(bigs[i], u(c_in, p))
-    return [(int(pk), int(big)) for pk, big in zip(levels, bigs)]
+            pk = vmax(pk, u(c_in, p // 4) + 3 * u(c_in, p))      # in, interp, conv, workspace
+        levels[i] = vmax(levels[i], pk)
+        bigs[i] = vmax(bigs[i], u(c_in, p))
+    return [(to_int(pk), to_int(big)) for pk, big in zip(levels, bigs)]
 
 
 def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
