@@ -1,0 +1,86 @@
+"""Jupyter's culler around `vramplan app`'s kernels (commands/serving_kernels.py), on the real
+kernel manager class with kernels that are not started (no process, no browser).
+
+The 16-page load run of 2026-12-01 (benchmarks/results/load-2026-12-01-queued16.json) logged
+"The following exception was encountered while checking the idle duration of kernel ...:
+The 'last_activity' trait of a ServerKernelManager instance expected a datetime, not the
+NoneType None": the culler read a kernel that jupyter_client had registered but whose start
+the server had not finished (it sets `last_activity` after the process is up). The same run
+shut one kernel down twice: the page's beacon, then the culler while the first shutdown was
+still under way."""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+
+import pytest
+
+pytest.importorskip("jupyter_server")
+
+
+def _manager():
+    from jupyter_server.services.kernels.kernelmanager import (AsyncMappingKernelManager,
+                                                               ServerKernelManager)
+    km = AsyncMappingKernelManager(cull_idle_timeout=120, cull_interval=1)
+    km.log = logging.getLogger("test-culler")
+    shut: list[str] = []
+
+    async def shutdown_kernel(kernel_id, *args, **kwargs):  # what the culler calls
+        shut.append(kernel_id)
+        await asyncio.sleep(0.05)
+        km._kernels.pop(kernel_id, None)
+
+    km.shutdown_kernel = shutdown_kernel
+    starting = ServerKernelManager(kernel_name="python3")      # registered, not yet started
+    idle = ServerKernelManager(kernel_name="python3")
+    idle.execution_state = "idle"
+    idle.last_activity = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=600)
+    km._kernels.update({"starting": starting, "idle": idle})
+    km._kernel_connections.update({"starting": 0, "idle": 0})
+    return km, shut
+
+
+def _culler_errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if "while checking the idle duration" in r.getMessage()]
+
+
+def test_plain_culler_fails_on_a_starting_kernel(caplog):
+    """The finding itself, so that a jupyter_server that fixes it shows here."""
+    km, shut = _manager()
+    with caplog.at_level(logging.ERROR, logger="test-culler"):
+        asyncio.run(km.cull_kernels())
+    errors = _culler_errors(caplog)
+    assert len(errors) == 1 and "'last_activity' trait" in errors[0], errors
+    assert shut == ["idle"]
+
+
+def test_guarded_culler_skips_starting_and_closing_kernels(caplog):
+    from vramplan.commands.serving_kernels import cullable, guard_culling, trim_after_shutdown
+    km, shut = _manager()
+    trim_after_shutdown(km)
+    guard_culling(km)
+    assert not cullable(km, "starting") and cullable(km, "idle")
+    assert not cullable(km, "gone")
+
+    async def scenario():
+        beacon = asyncio.ensure_future(km.shutdown_kernel("idle"))   # the page's beacon
+        await asyncio.sleep(0.01)
+        assert not cullable(km, "idle")        # its shutdown is under way
+        await km.cull_kernels()                 # the culler's round meanwhile
+        await beacon
+        await km.cull_kernels()                 # and after: the kernel is gone
+
+    with caplog.at_level(logging.ERROR, logger="test-culler"):
+        asyncio.run(scenario())
+    assert not _culler_errors(caplog)
+    assert shut == ["idle"]                    # once, by the beacon; never the starting one
+    assert "starting" in km._kernels and not km._vp_closing
+    # a started kernel idle for longer than cull_idle_timeout is still culled
+    km._kernels["starting"].last_activity = dt.datetime.now(dt.timezone.utc) - \
+        dt.timedelta(seconds=600)
+    km._kernels["starting"].execution_state = "idle"
+    with caplog.at_level(logging.ERROR, logger="test-culler"):
+        asyncio.run(km.cull_kernels())
+    assert shut == ["idle", "starting"] and not _culler_errors(caplog)
