@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, ROOT, app_server
+from serving import ARTIFACTS, CHROMIUM, LOCAL_HOSTS, ROOT
 
 T_START = 120_000     # ms: server up + kernel start + notebook run on 2 busy CPUs
 T_STEP = 60_000       # ms: one round trip (a click -> kernel -> the page built again)
@@ -27,22 +27,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server():
-    pytest.importorskip("voila")
-    with app_server(log_name="voila-i18n.log") as (base, _proc):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+SERVER_LOG = "voila-i18n.log"   # the server fixture (conftest.py): its log in test-artifacts/
 
 
 def wait_text(page, selector: str, needle: str, timeout: int = T_STEP) -> None:

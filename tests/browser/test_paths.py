@@ -32,7 +32,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, ROOT, free_port
+from serving import ARTIFACTS, CHROMIUM, LOCAL_HOSTS, ROOT, free_port
 
 pytestmark = [
     pytest.mark.browser,
@@ -116,17 +116,6 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 # -- the browser ------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
 
 def _outside(url: str) -> bool:
     return url.startswith(("http://", "https://", "ws://", "wss://")) and \

@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_server
+from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 WIDTHS = (1280, 1920, 1024, 768, 390)
 T_START, T_STEP = 120_000, 60_000
@@ -64,11 +64,7 @@ MEASURE = """([whole]) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server():
-    pytest.importorskip("voila")
-    with app_server(log_name="voila-layout.log") as (base, _proc):
-        yield base
+SERVER_LOG = "voila-layout.log"   # the server fixture (conftest.py): its log in test-artifacts/
 
 
 def _settle(page) -> None:

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, LOCAL_HOSTS, ROOT, app_server
+from serving import ARTIFACTS, CHROMIUM, LOCAL_HOSTS, ROOT
 from vramplan.ui.fields import CHOICE_LABELS
 
 README_SHOT = ROOT / "docs" / "img" / "planner.png"
@@ -71,22 +71,7 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server():
-    pytest.importorskip("voila")
-    with app_server(log_name="voila.log") as (base, _proc):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+SERVER_LOG = "voila.log"   # the server fixture (conftest.py): its log in test-artifacts/
 
 
 class Watch:

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from serving import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, app_server
+from serving import ARTIFACTS, CHROMIUM
 from test_planner_page import T_START, Watch, open_plan, wait_text
 
 T_TRACE = 600_000     # ms: torch import + Llama-3.1-8B LoRA, two steps under fake tensors
@@ -22,23 +22,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server():
-    pytest.importorskip("voila")
-    pytest.importorskip("torch")
-    with app_server(log_name="voila-trace.log") as (base, _proc):
-        yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+SERVER_LOG = "voila-trace.log"   # the server fixture (conftest.py): its log in test-artifacts/
+SERVER_NEEDS = ("torch",)
 
 
 def test_trace_this_plan_on_the_default_page(server, browser):
