@@ -3,6 +3,16 @@ checkpointing x parallel degree ...), max batch per GPU, memory curves, and how 
 each kind a plan needs. Every figure equals `estimate`'s for the same point to the byte
 (tests/test_sweep.py checks every point of its grids); `engine.py` says how it is shared.
 
+The batch axis goes through each workload's own footprint as one int64 array per (grid point,
+GPU group) (`vramplan.vec`; `rows.py`), so a grid of hundreds of batch values costs about one
+footprint call per GPU group and other axis value. Evaluated one batch value at a time instead
+(`SweepResult.fallbacks` names the reason, benchmarks/sweep_speed.py prints it): serving
+plans (the batch sets max_num_seqs and sizes the KV pool), pipeline-parallel training (the
+worst stage is chosen per plan), MoE inference (routed experts per token count), diffusion
+training / LoRA and CogVideoX's 3-D VAE decode, and any plan whose footprint refuses the
+array; where only a branch differs between batch values (e.g. a CNN's batch-1 layout), the
+axis is split and the parts go as arrays.
+
     from vramplan.sweep import sweep, max_batch, curve, gpus_needed
     r = sweep({"model": "gpt2", "task": "train"}, {"batch_size": "1..64", "gpu": "all"})
     r.used            # (points, GPUs) int64 device-used bytes;  r.rows() for tables
