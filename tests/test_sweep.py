@@ -244,3 +244,18 @@ def test_the_batch_axis_goes_as_one_array_where_the_workload_takes_it():
     assert c.vector_groups == 1 and not c.fallbacks and c.footprint_calls == 3
     s = sweep({"model": "gpt2", "task": "serve"}, {"batch_size": "16,64"}, gpus=SOME)
     assert s.vector_groups == 0 and any("max_num_seqs" in k for k in s.fallbacks)
+
+
+@pytest.mark.parametrize("d", [{"model": "torchvision/resnet50", "task": "train"},
+                               {"model": "torchvision/vit_b_16", "task": "train",
+                                "precision": "bf16-mixed"},
+                               {"model": "stable-diffusion-v1-5/stable-diffusion-v1-5",
+                                "task": "denoise", "precision": "fp16"}],
+                         ids=["resnet50", "vit_b_16", "sd15"])
+def test_max_batch_searches_in_lockstep_equal_estimate(d):
+    # every GPU's search probes its own batches; each round's probes go as one array call
+    mb = max_batch({**d, "gpu": ALL[0]}, gpus=ALL)
+    for i, g in enumerate(ALL):
+        got = int(mb[i])
+        assert (None if got >= MAX_BATCH_CAP else got) == estimate({**d, "gpu": g}) \
+            .max_batch_size, g

@@ -290,36 +290,85 @@ def max_batch(scenario, gpus=None, *, mask=None, limit=None, eng: Engine | None 
     lim = eng.usable if limit is None else np.asarray(limit, dtype=np.int64)
     base = base_point or eng.evaluate(sc, spec, mask)
     variants = BatchVariants(sc, (1, MAX_BATCH_CAP))
-    memo: dict = {}
     out = np.full(eng.n, -1, dtype=np.int64)
-    # probes are evaluated for the GPUs that share the base point's footprint: one footprint
-    # per probe, and every GPU of the group reads its memory off the same probe
-    for g, (fp, idx) in enumerate(base.footprints):
+    # probes are evaluated for the GPUs that share the base point's footprint, and the GPUs'
+    # searches (estimate's own largest_fitting) run in lockstep: each runs until it needs a
+    # batch not probed yet (_Need), the batches needed go as one array call (vramplan.vec),
+    # and the searches run again, replaying what they probed, until each has its answer
+    for fp, idx in base.footprints:
         if isinstance(fp, Exception):
             continue
         gmask = np.zeros(eng.n, dtype=bool)
         gmask[idx] = True
-
-        def at(b: int, g=g, gmask=gmask):
-            if (g, b) not in memo:
-                v = variants.get(b)
-                memo[(g, b)] = None if isinstance(v, Exception) else \
-                    eng.evaluate(v, spec, gmask)
-            return memo[(g, b)]
-
+        probes = _Probes(eng, variants, spec, gmask)
+        todo = []
         for i in idx:
             i = int(i)
             if base.capacity[i] >= 0:   # an engine's pool: its concurrency, as estimate says
                 out[i] = base.capacity[i] if base.used[i] <= lim[i] else 0
-                continue
-
-            def used_at(b, i=i, at=at):
-                p = at(b)
-                return None if p is None or i in p.errors else int(p.used[i])
-
-            def fits(b, i=i, used_at=used_at):
-                u = used_at(b)
-                return u is not None and u <= lim[i]
-
-            out[i] = largest_fitting(fits, used_at, int(lim[i]), MAX_BATCH_CAP)
+            else:
+                todo.append(i)
+        while todo:
+            need: dict = {}
+            for i in todo:
+                try:
+                    out[i] = largest_fitting(*probes.search(i, int(lim[i])), MAX_BATCH_CAP)
+                except _Need as n:
+                    need.setdefault(n.b, []).append(i)
+            probes.probe(sorted(need))
+            todo = sorted(i for ids in need.values() for i in ids)
     return out
+
+
+class _Need(Exception):
+    """A search needs the memory at batch `b`, not probed yet."""
+
+    def __init__(self, b: int):
+        super().__init__(b)
+        self.b = b
+
+
+class _Probes:
+    """The memory of one GPU group at the batches probed so far: {batch: (used per GPU,
+    errors) or None where the scenario refuses the batch}."""
+
+    def __init__(self, eng, variants, spec, gmask):
+        self.eng, self.variants, self.spec, self.gmask = eng, variants, spec, gmask
+        self.got: dict = {}
+
+    def probe(self, bs: list) -> None:
+        """Evaluate the batches `bs`: as one array where the batch is a plain field and the
+        workload takes the array, else one by one (and whatever the array call refused)."""
+        todo = [b for b in bs if b not in self.got]
+        if len(todo) > 1 and self.variants.fast and todo[0] >= self.variants.lo and \
+                todo[-1] <= self.variants.hi:
+            vb = np.asarray(todo, dtype=np.int64)
+            try:
+                bp = self.eng.evaluate_batch(with_batch(self.variants.sc, vb), self.spec,
+                                             self.gmask, len(vb))
+                for k, b in enumerate(todo):
+                    self.got[b] = (bp.used[k], {})
+                return
+            except VectorFallback:
+                pass
+        for b in todo:
+            v = self.variants.get(b)
+            if isinstance(v, Exception):
+                self.got[b] = None
+            else:
+                pt = self.eng.evaluate(v, self.spec, self.gmask)
+                self.got[b] = (pt.used, pt.errors)
+
+    def search(self, i: int, limit: int):
+        """(fits, used_at, limit) for largest_fitting on GPU i; _Need where a batch is new."""
+        def used_at(b):
+            if b not in self.got:
+                raise _Need(b)
+            p = self.got[b]
+            return None if p is None or i in p[1] else int(p[0][i])
+
+        def fits(b):
+            u = used_at(b)
+            return u is not None and u <= limit
+        return fits, used_at, limit
+
