@@ -26,6 +26,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import signal
 import statistics
 import sys
 import threading
@@ -115,6 +116,24 @@ LOG_EVENTS = {  # server log lines worth counting under load
 }
 
 
+CENSUS_DIR = serving.ARTIFACTS / "memory-census"
+
+
+def census(proc, n: int, timeout: float = 120) -> dict | None:
+    """Ask a server started with --memory-census for its n-th census (SIGUSR1;
+    vramplan/commands/server_memory.py) and read it back, bytes in MiB."""
+    path = CENSUS_DIR / f"census-{n}.json"
+    os.kill(proc.pid, signal.SIGUSR1)
+    if not serving.wait_until(path.exists, timeout):
+        return None
+    c = json.loads(path.read_text())
+    for k in ("rss", "traced", "traced_peak"):
+        c[k + "_mib"] = round(c.pop(k) / MIB, 2)
+    for site in c.get("sites_grown", []):
+        site["size_diff_kib"] = round(site.pop("size_diff") / 1024, 1)
+    return c
+
+
 def settled_rss(proc, seconds: float = 3.0, step: float = 0.5) -> int:
     """The tree's RSS once it stops moving: the last of `seconds` of samples."""
     vals = []
@@ -175,6 +194,25 @@ async def _pick_gpu(page, name: str, label: str, timeout_ms: int) -> None:
         arg=label.split(" · ")[0], timeout=timeout_ms)
     await select.locator("option", has_text=label).first.wait_for(timeout=timeout_ms)
     await select.select_option(label=label)
+
+
+async def _stuck_state(page, base: str) -> dict:
+    """What a page that did not render shows, and its kernel as the server sees it (busy:
+    the kernel never answered; idle with a connection: the page stopped asking)."""
+    state = await page.evaluate(
+        """() => { let c = {}; try { c = JSON.parse(document.getElementById(
+                     'jupyter-config-data').textContent); } catch (e) {}
+                   return {kernel_id: c.kernelId || null,
+                           loading: document.body.innerText.slice(0, 200),
+                           views: document.querySelectorAll('.jupyter-widgets').length}; }""")
+    if state.get("kernel_id"):
+        try:
+            resp = await page.request.get(f"{base}/api/kernels/{state['kernel_id']}",
+                                          timeout=10_000)
+            state["server_kernel"] = await resp.json() if resp.ok else resp.status
+        except Exception as exc:
+            state["server_kernel"] = f"{type(exc).__name__}"
+    return state
 
 
 def _page_error(exc) -> str:
@@ -269,6 +307,7 @@ async def run_session(i: int, browser, base: str, plan: dict, res: dict) -> None
             pass
         try:
             res["chart_widths_px"] = await _all_chart_widths(page)
+            res["stuck"] = await _stuck_state(page, base)
         except Exception:
             pass
     finally:
@@ -310,7 +349,7 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
              step_timeout_s: float = 120, recover_timeout_s: float | None = None,
              log_name: str = "voila-load.log", verbose: bool = False, warmup: int = 1,
              block_outside: bool = False, rounds: int = 1, settle_timeout_s: float = 30,
-             server_env: dict | None = None) -> dict:
+             server_env: dict | None = None, memory_census: bool = False) -> dict:
     """Run the benchmark; returns the result dict (`result["ok"]`, `result["failures"]`)."""
     if recover_timeout_s is None:  # the page's shutdown beacon, else culling
         recover_timeout_s = cull_idle + 2 * cull_interval + 60
@@ -331,6 +370,7 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
                     "platform": platform.platform(), "python": platform.python_version(),
                     "gpu": None},
         "config": {"sessions": sessions, "preheat": preheat, "changes": changes,
+                   "memory_census": memory_census,
                    "cull_idle_s": cull_idle, "cull_interval_s": cull_interval,
                    "stagger_s": stagger_s, "changes_list": list(CHANGES[:changes]),
                    "warmup": warmup, "block_outside": block_outside, "rounds": rounds,
@@ -341,6 +381,11 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
     # the server and its kernels run this checkout's package, whatever else is installed
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "app")] + [
         p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]), **(server_env or {})}
+    censuses: list = []
+    if memory_census:  # the server traces its allocations: slower, and its memory is not idle's
+        for old in CENSUS_DIR.glob("census-*.json"):
+            old.unlink()
+        env["VRAMPLAN_SERVER_MEMORY_DEBUG"] = str(CENSUS_DIR)
     with serving.app_server(app_args=app_args, env=env, log_name=log_name) as (base, proc):
         t_up = time.monotonic() - t_all
         serving.wait_until(lambda: _helpers_gone(proc), timeout=60)
@@ -359,6 +404,8 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
         idle = settled_rss(proc)
         idle_own = _own_rss(proc)
         idle_kernels = len(serving.kernels(proc))
+        if memory_census:
+            censuses.append(census(proc, 0))
         log_mark = len((serving.ARTIFACTS / log_name).read_text(errors="replace"))
         sampler = Sampler(proc)
         sampler.start()
@@ -380,6 +427,8 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
             t_back = time.monotonic() - t_closed
             after = settled_rss(proc, seconds=2.0)
             after_own = _own_rss(proc)
+            if memory_census:
+                censuses.append(census(proc, len(censuses)))
             round_info.append({"round": rnd, "after_mib": round(after / MIB, 1),
                                "server_process_after_mib": round(after_own / MIB, 1),
                                "kernels_gone_s": round(t_gone, 1) if gone else None,
@@ -441,6 +490,7 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
             "back_within_10pct_s": round(t_back, 1) if back else None,
         },
         "server_alive": server_alive,
+        "memory_census": censuses or None,
         "warmup_sessions": [{k: w.get(k) for k in ("rendered", "first_chart_s", "error")}
                             for w in warm],
         "per_session": results,
@@ -543,6 +593,11 @@ def main(argv=None) -> int:
                     help="open and close the N sessions this many times (memory after each)")
     ap.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
                     help="extra environment for the server and its kernels (repeatable)")
+    ap.add_argument("--memory-census", action="store_true",
+                    help="the server traces its allocations and writes a census at idle and "
+                         "after each round (what it holds, by type and allocation site; "
+                         "test-artifacts/memory-census/): for finding a leak, not for the "
+                         "memory figures, which tracing changes")
     ap.add_argument("--json", metavar="PATH", help="write the result here")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     a = ap.parse_args(argv)
@@ -552,7 +607,8 @@ def main(argv=None) -> int:
     r = run_load(a.sessions, a.preheat, a.changes, a.cull_idle, a.cull_interval, a.stagger,
                  render_timeout_s=a.render_timeout, verbose=not a.quiet, warmup=a.warmup,
                  block_outside=a.block_outside, rounds=a.rounds,
-                 server_env=dict(kv.split("=", 1) for kv in a.server_env))
+                 server_env=dict(kv.split("=", 1) for kv in a.server_env),
+                 memory_census=a.memory_census)
     if a.json:
         Path(a.json).parent.mkdir(parents=True, exist_ok=True)
         Path(a.json).write_text(json.dumps(r, indent=2) + "\n")

@@ -84,3 +84,29 @@ def test_guarded_culler_skips_starting_and_closing_kernels(caplog):
     with caplog.at_level(logging.ERROR, logger="test-culler"):
         asyncio.run(km.cull_kernels())
     assert shut == ["idle", "starting"] and not _culler_errors(caplog)
+
+
+def test_memory_census_is_off_by_default_and_names_what_grew(tmp_path):
+    """The debug census (commands/server_memory.py): nothing without the variable; with it,
+    the second census names the objects made after the first and the line that made them."""
+    import json
+    import signal
+
+    from vramplan.commands import server_memory
+    assert server_memory.install({}) is None
+    before = signal.getsignal(signal.SIGUSR1)
+    try:
+        census = server_memory.install({server_memory.ENV: str(tmp_path)})
+        census.take()
+        held = [[i] for i in range(5000)]               # 5,000 lists made between the two
+        census.take()
+    finally:
+        signal.signal(signal.SIGUSR1, before)
+        import tracemalloc
+        tracemalloc.stop()
+    second = json.loads((tmp_path / "census-1.json").read_text())
+    assert second["types_grown"]["list"] >= 5000
+    top = second["sites_grown"][0]
+    assert top["count_diff"] >= 5000 and top["size_diff"] >= 5000 * 64, top
+    assert any("test_serving_kernels.py" in frame for frame in top["traceback"]), top
+    assert len(held) == 5000

@@ -40,6 +40,7 @@ import ipaddress
 import os
 import sys
 
+from . import server_memory
 from .serving_kernels import (START_SLOTS, QueuedKernels, StartQueue,  # noqa: F401 (tests)
                               guard_culling, queue_script, trim_after_shutdown)
 
@@ -221,6 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     if os.environ.pop(MALLOC_MARK, None):
         os.environ.pop("PYTHONMALLOC", None)
     warm_chart_cache()
+    server_memory.install()  # off unless $VRAMPLAN_SERVER_MEMORY_DEBUG names a folder
     _app_class().launch_instance(argv=argv if argv is not None else sys.argv[1:])
 
 
