@@ -4,6 +4,7 @@ at a time), so the first chart waits on this count. A field's widgets are made w
 first shows it; layouts and styles are shared (`ui/looks.py`)."""
 from __future__ import annotations
 
+import types
 import warnings
 
 import pytest
@@ -11,12 +12,13 @@ import pytest
 W = pytest.importorskip("ipywidgets")
 
 from vramplan.hardware import default_db  # noqa: E402
-from vramplan.ui import App  # noqa: E402
+from vramplan.ui import App, jobs  # noqa: E402
 from vramplan.ui.workload import SKIP  # noqa: E402
 
 # 623 models before the form built its fields on first show with shared layouts and styles
-# (2026-12-01); the default plan's page is 288 of them today
+# (2026-12-01); the default plan's page is 288 of them today, 187 before the first paint
 PAGE_MODELS = 320
+FIRST_SCREEN_MODELS = 200
 
 
 def _models() -> set[str]:
@@ -103,3 +105,36 @@ def test_a_family_s_fields_are_made_when_it_is_chosen_then_kept(built):
     assert form.picker.boxes["architecture"].layout.display == ""
     form.set("params", "70B")
     assert app.scenario.architecture == {"params": 70_000_000_000}
+
+
+class _Loop:
+    """A kernel's loop that runs callbacks at once and keeps the timed ones."""
+
+    def __init__(self):
+        self.timed = []
+
+    def add_callback(self, fn, *args):
+        fn(*args)
+
+    def call_later(self, delay, fn, *args):
+        self.timed.append(fn)
+
+
+def test_the_panels_below_the_verdict_are_made_after_the_first_paint(db, monkeypatch):
+    """In a kernel the page's first screen (the controls, the notices, the verdict and its
+    breakdown) is all the browser fetches before the verdict shows; the advice, charts,
+    details, GPU card, export, trace and live panels follow its first view."""
+    monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=_Loop()))
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    before = _models()
+    app = App(db=db, lazy_chart=True, charts=False)
+    first = _models() - before
+    assert not app.later and app.trace is None and not hasattr(app, "advisor")
+    assert list(app.results.children) == [app.notices, app.panel]
+    assert len(first) <= FIRST_SCREEN_MODELS, len(first)
+    app.workload.set("batch_size", "2")            # edits before the paint render what exists
+    app.panel.banner._view_count = 1               # the browser shows the verdict
+    assert app.later and app.results.children[2] is app.advisor
+    assert app.results.children[-2:] == (app.trace, app.live)
+    assert app.device.name in app.card.value and "batch_size=2" in app.export.value
+    assert len(_models() - before) <= PAGE_MODELS

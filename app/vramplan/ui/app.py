@@ -55,7 +55,8 @@ class App(W.VBox):
     scenario: a Scenario, a dict or a query string to start with (default: the link's query,
         else Llama-3.1-8B LoRA).
     db: a `HardwareDB` (default: `vramplan.hardware.default_db()`).
-    lazy_chart: attach the charts after first paint (default: when running in a kernel).
+    lazy_chart: make the panels below the verdict (advice, charts, details, GPU card, export,
+        trace, live) and attach the charts after the first paint (default: in a kernel).
     charts: draw the charts at all (tests of the form leave them out: each costs ~0.3 s).
     lang: the page's language, "en" or "zh" (default: the link's `lang`, else English).
     """
@@ -87,27 +88,22 @@ class App(W.VBox):
                                         "page (lang=en or lang=zh); the page is in English."),
                                      "error", value=str(wanted)[:40]))
         self.url = UrlState(gpu=st.gpu or "", query=self._query())
+        self.trace = self.live = None       # measure from the page (made with the later panels)
         with speaking(st.lang):
             self._build()
-            self.trace, self.live = TracePanel(st), LivePanel(st)   # measure from the page
-        self.add_result(self.trace)
-        self.add_result(self.live)
         st.on_change(self._on_state)
 
     def _build(self) -> None:
-        """Every widget of the page in the state's language (again after a switch)."""
+        """The page's first screen in the state's language (again after a switch): the
+        controls, the notices and the verdict with its breakdown; the panels below it come
+        after the first paint (`_build_later`)."""
         st = self.state
         old = list(self.children)
+        self.later = False
         self.workload = WorkloadForm(st)
         self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
-        self.advisor = AdvisorPanel(st)
-        self.explore = ExplorePanel(st)
-        self.chart = self.explore.chart
-        self.details = Details(st)
-        self.card = DeviceCard()
-        self.export = ExportPanel(st)
         self.lang_switch = W.ToggleButtons(options=[(LANG_NAMES[x], x) for x in LANGS], value=st.lang,
                                     tooltips=[_("Show the page in English"),
                                               _("Show the page in Chinese")])
@@ -122,10 +118,7 @@ class App(W.VBox):
         header.add_class("vp-top")
         self.controls = W.VBox([self.workload, self.picker, *self._extra_controls])
         self.controls.add_class("vp-controls")
-        gpu_title = L.html(f"<div class='vp-group-title'>{_('The GPU')}</div>")
-        self.results = W.VBox([self.notices, self.panel, self.advisor, self.explore,
-                               self.details,
-                               gpu_title, self.card, self.export, *self._extra_results])
+        self.results = W.VBox([self.notices, self.panel, *self._extra_results])
         self.results.add_class("vp-results")
         body = W.Box([self.controls, self.results])
         body.add_class("vp-body")
@@ -141,20 +134,56 @@ class App(W.VBox):
         keep = {id(w) for w in (self.url, *self._extra_controls, *self._extra_results)}
         for w in old:                 # the last language's widgets (the address and the
             _close_tree(w, keep)      # later panels stay)
+        lazy = self._lazy if self._lazy is not None else kernel() is not None
+        if not lazy:
+            self._later(background=False)
+        else:                         # after the first paint: the panels, altair, the charts
+            after_paint(self.panel.banner, lambda: self._later(background=True))
+
+    def _later(self, background: bool) -> None:
+        with speaking(self.state.lang):
+            self._build_later()
         if not self._charts:
             return
-        lazy_chart = self._lazy
-        if lazy_chart is None:
-            lazy_chart = kernel() is not None
-        if not lazy_chart:
-            self.panel.chart.load()
-            self._start_panels()
-            return
-
-        def start():                  # after the first paint: altair, the advisor, charts
+        if background:
             self.panel.chart.load_in_background()
-            self._start_panels()
-        after_paint(self.panel.banner, start)
+        else:
+            self.panel.chart.load()
+        self._start_panels()
+
+    # The browser fetches the state of every widget model when the page loads (Voila's widget
+    # manager gives the kernel 4 s, then asks one widget at a time): the ~120 models of the
+    # panels below the verdict are made once the verdict is on the page.
+    def _build_later(self) -> None:
+        """The panels below the verdict: advice, charts, details, the GPU card, export, and
+        (once, kept across a language switch) the trace and live panels."""
+        st = self.state
+        self.advisor = AdvisorPanel(st)
+        self.explore = ExplorePanel(st)
+        self.chart = self.explore.chart
+        self.details = Details(st)
+        self.card = DeviceCard()
+        self.export = ExportPanel(st)
+        if self.trace is None:
+            self.trace, self.live = TracePanel(st), LivePanel(st)
+            self._extra_results[:0] = [self.trace, self.live]
+        gpu_title = L.html(f"<div class='vp-group-title'>{_('The GPU')}</div>")
+        self.results.children = [self.notices, self.panel, self.advisor, self.explore,
+                                 self.details, gpu_title, self.card, self.export,
+                                 *self._extra_results]
+        self.later = True
+        self._render_later({"gpu"})
+
+    def _render_later(self, what: set) -> None:
+        if not self.later:
+            return
+        dev = self.state.device
+        if "gpu" in what and dev is not None:
+            self.card.show(dev, self.db.sources)
+        self.advisor.render()
+        self.explore.render()
+        self.details.render()
+        self.export.render()
 
     def _start_panels(self) -> None:
         self.explore.enabled = self.advisor.enabled = True
@@ -222,17 +251,10 @@ class App(W.VBox):
         st = self.state
         self.workload.render()
         self.notices.render()
-        if "gpu" in what:
-            if self.picker.value != st.gpu:
-                self.picker.value = st.gpu
-            dev = st.device
-            if dev is not None:
-                self.card.show(dev, self.db.sources)
+        if "gpu" in what and self.picker.value != st.gpu:
+            self.picker.value = st.gpu
         self.panel.render()
-        self.advisor.render()
-        self.explore.render()
-        self.details.render()
-        self.export.render()
+        self._render_later(what)
         q = self._query()
         if q and self.url.query != q:
             self.url.query = q
