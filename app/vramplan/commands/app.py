@@ -113,9 +113,10 @@ def voila_env(environ=None) -> dict[str, str]:
     env = dict(os.environ if environ is None else environ)
     env["JUPYTER_PATH"] = jupyter_path(env)
     env.setdefault("JUPYTER_PLATFORM_DIRS", "1")  # silences a jupyter_core deprecation notice
-    if "PYTHONMALLOC" not in env:  # the server on the C allocator (voila_server.main)
-        env["PYTHONMALLOC"] = "malloc"
-        env[voila_server.MALLOC_MARK] = "1"
+    ours = [k for k in voila_server.SERVER_ALLOCATOR if k not in env]  # see voila_server.main
+    env.update({k: voila_server.SERVER_ALLOCATOR[k] for k in ours})
+    if ours:
+        env[voila_server.MALLOC_MARK] = ",".join(ours)
     writable_runtime(env)
     return env
 

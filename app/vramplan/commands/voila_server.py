@@ -25,9 +25,9 @@ builds that command line). What it changes of plain Voila, and why:
   kernel; the others wait in arrival order (`StartQueue`) with the page already sent, its
   spinner saying how many visitors are ahead. A page whose notebook still
   gives no output says so and asks for a reload (the template), never a blank page.
-- **Memory back.** The server runs on the C allocator (`PYTHONMALLOC=malloc`, see `main`) and,
-  after kernels shut down, hands freed heap back to the system (`malloc_trim`), so a burst of
-  visitors does not leave a high-water mark.
+- **Memory back.** The server runs on the C allocator with large blocks mapped apart
+  (`SERVER_ALLOCATOR`, see `main`) and, after kernels shut down, hands freed heap back to the
+  system (`malloc_trim`), so a burst of visitors does not leave a high-water mark.
 
 This module is also a Jupyter server extension (enabled by the installed
 etc/jupyter/jupyter_server_config.d/vramplan.json): in `jupyter server` / `jupyter lab`, Voila's
@@ -210,17 +210,25 @@ def warm_chart_cache() -> None:
         pass  # the first kernel builds it instead
 
 
-MALLOC_MARK = "VRAMPLAN_SERVER_PYTHONMALLOC"
+MALLOC_MARK = "VRAMPLAN_SERVER_PYTHONMALLOC"   # the names below that `vramplan app` set
+# The server's allocator settings (`app.voila_env` sets those the environment does not):
+# - PYTHONMALLOC=malloc: Python's own allocator keeps a 256 KiB arena while one object in it
+#   lives, which `malloc_trim` cannot give back; on the C allocator it can.
+# - MALLOC_MMAP_THRESHOLD_=65536: every block of 64 KiB or more is a mapping of its own, given
+#   back to the system when freed. glibc's default threshold moves up (to 32 MiB) once a large
+#   block is freed, so a burst's large buffers (widget states, websocket frames, kernel
+#   messages) then came from the heap, where the few objects that outlive the burst pinned
+#   their pages. Measured 2026-12-01 (benchmarks/load.py, 2 cores, 1-min load up to 19):
+#   after 16 pages at once +21 % over idle without it, +8 % with it; after 4, +8.5 % / +4 %.
+SERVER_ALLOCATOR = {"PYTHONMALLOC": "malloc", "MALLOC_MMAP_THRESHOLD_": str(64 * 1024)}
 
 
 def main(argv: list[str] | None = None) -> None:
-    # `vramplan app` starts the server with PYTHONMALLOC=malloc: Python's own allocator keeps a
-    # 256 KiB arena while one object in it lives, which `malloc_trim` cannot give back; on the
-    # C allocator it can. (Measured after 4 pages: +13 % over idle with trim alone, +11 % with
-    # both, within this machine's noise.) Kernels, started from this environment, keep
-    # Python's default allocator.
-    if os.environ.pop(MALLOC_MARK, None):
-        os.environ.pop("PYTHONMALLOC", None)
+    # the allocator settings are read at this process's start; kernels and helpers started
+    # from here keep the defaults (a kernel gives all its memory back when it exits)
+    for name in os.environ.pop(MALLOC_MARK, "").split(","):
+        if name in SERVER_ALLOCATOR:
+            os.environ.pop(name, None)
     warm_chart_cache()
     server_memory.install()  # off unless $VRAMPLAN_SERVER_MEMORY_DEBUG names a folder
     _app_class().launch_instance(argv=argv if argv is not None else sys.argv[1:])
