@@ -158,3 +158,34 @@ def test_full_checkpointing_backward_agrees_with_the_trace():
     e = estimate(sc, with_max_batch=False)
     assert t.to_dict()["trace"]["peak_phase"] == e.footprint.peak_phase == "backward"
     assert abs(e.peak_allocated_bytes / t.peak_allocated_bytes - 1) < 0.02
+
+
+def test_gelu_new_keeps_three_more_ffn_wide_tensors():
+    """transformers' gelu_new is Python arithmetic: tanh's output and both factors of the last
+    product are kept besides x, three more f-wide tensors than a fused GELU; under autocast pow
+    runs in fp32 (x's copy, tanh, 1 + tanh fp32; 0.5 x 16-bit: 14 B against the fused 2 B)."""
+    arch = get_model("gpt2").arch
+    assert arch.activation == "gelu_new" and arch.ffn / arch.hidden == 4
+    fused = replace(arch, activation="gelu_pytorch_tanh")
+    for p, mixed, extra in ((2, False, 3 * 2 * 4), (4, False, 3 * 4 * 4), (2, True, 3 * 4 * 4)):
+        k = Kernels(p=p, mixed=mixed, attention="sdpa", dropout=False, compile=False)
+        assert layer_coeffs(arch, k)[0] - layer_coeffs(fused, k)[0] == extra
+    k = Kernels(p=2, mixed=False, attention="sdpa", dropout=False, compile=True)
+    assert layer_coeffs(arch, k)[0] == layer_coeffs(fused, k)[0]   # inductor fuses the chain
+
+
+def test_gelu_new_matches_the_transformers_trace_difference():
+    """The scenario of tests/test_trace_real_modules.py's gelu_new test (GPT-2, 2 layers, n_embd
+    128, 8 x 128 tokens, fp32): the trace of transformers' module keeps 2 x 3 fp32 tensors of
+    tokens x 4h more with gelu_new than with gelu_pytorch_tanh; so does the estimate."""
+    gpt2 = {"model_type": "gpt2", "n_embd": 128, "n_head": 4, "n_layer": 2, "n_positions": 128,
+            "vocab_size": 1024, "activation_function": "gelu_new"}
+    sc = {"architecture": gpt2, "task": "train", "batch_size": 8, "seq_len": 128,
+          "precision": "fp32", "optimizer": "adamw", "attention": "sdpa",
+          "gpu": "nvidia-a100-sxm4-80gb"}
+    new = estimate(sc, with_max_batch=False).footprint
+    old = estimate(dict(sc, architecture=dict(gpt2, activation_function="gelu_pytorch_tanh")),
+                   with_max_batch=False).footprint
+    assert new.peak_phase == old.peak_phase == "backward"
+    tensor = 8 * 128 * 512 * 4
+    assert new.components["activations"] - old.components["activations"] == 2 * 3 * tensor

@@ -55,7 +55,10 @@ class RMSNorm(nn.Module):
 def _act(name: str):
     if name in ("relu",):
         return F.relu
-    if name in ("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_tanh"):
+    if name == "gelu_new":   # transformers' NewGELUActivation: Python arithmetic, not fused
+        return lambda x: 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi)
+                                                      * (x + 0.044715 * torch.pow(x, 3.0))))
+    if name in ("gelu_pytorch_tanh", "gelu_fast", "gelu_tanh"):
         return lambda x: F.gelu(x, approximate="tanh")
     if name in ("silu", "swish"):
         return F.silu

@@ -61,6 +61,24 @@ def inner_dropout(arch) -> bool:
     return getattr(arch, "model_type", "") in _INNER_DROPOUT
 
 
+# transformers' `gelu_new` (NewGELUActivation, GPT-2 / T5 v1.1 / Phi) is Python arithmetic,
+# 0.5*x*(1+tanh(c*(x+0.044715*x**3))): besides x (pow's input) autograd keeps tanh's output and
+# both factors of the last product (derivatives.yaml: tanh -> tanh_backward(grad, result); mul ->
+# grad * other, grad * self), three more f-wide tensors than a fused GELU, which keeps x only.
+# Under CUDA autocast pow runs in fp32, so x's saved copy, tanh and 1 + tanh are fp32 and
+# 0.5 * x stays 16-bit: 4 + 4 + 2 + 4 bytes against the fused GELU's 2, again +3 x 4.
+# Traced: tests/test_trace_real_modules.py (transformers GPT-2, gelu_new vs gelu_pytorch_tanh)
+_COMPOSITE_GELU = {"gelu_new"}
+
+
+def composite_gelu_bytes(arch, k: Kernels) -> float:
+    """Extra bytes per MLP-width element a composite (Python arithmetic) GELU keeps; 0 when
+    compiled (inductor fuses the chain and saves its input only) or for fused activations."""
+    if getattr(arch, "activation", "") not in _COMPOSITE_GELU or k.compile:
+        return 0.0
+    return 3 * (4 if (k.mixed or k.p == 4) else k.p)
+
+
 def saves_output(arch) -> bool:
     """Whether the MLP activation's backward reads its output (shared with the next linear's
     saved input), so fc1's output is not kept as well."""
@@ -162,6 +180,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
         c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
         if not keep["down"] and not k.compile:
             c -= p * f
+    c += composite_gelu_bytes(arch, k) * f     # gelu_new's tanh and product factors
     if hid_drop and inner_dropout(arch):
         c += f                                 # the inner dropout's 1-byte mask (the dropped
         # copy replaces the down input the walk counts above)
