@@ -110,3 +110,19 @@ def test_memory_census_is_off_by_default_and_names_what_grew(tmp_path):
     assert top["count_diff"] >= 5000 and top["size_diff"] >= 5000 * 64, top
     assert any("test_serving_kernels.py" in frame for frame in top["traceback"]), top
     assert len(held) == 5000
+
+
+def test_the_allocator_settings_are_the_servers_alone(tmp_path):
+    """`vramplan app` starts the server with PYTHONMALLOC=malloc and a fixed 64 KiB mmap
+    threshold unless the environment sets them; the server takes both out of its own
+    environment before it starts kernels, and keeps what the user set."""
+    from vramplan.commands import app, voila_server
+    env = app.voila_env({"HOME": str(tmp_path)})
+    assert env["PYTHONMALLOC"] == "malloc" and env["MALLOC_MMAP_THRESHOLD_"] == "65536"
+    voila_server.kernels_environ(env)
+    assert "PYTHONMALLOC" not in env and "MALLOC_MMAP_THRESHOLD_" not in env
+    assert voila_server.MALLOC_MARK not in env and env["HOME"] == str(tmp_path)
+    mine = app.voila_env({"HOME": str(tmp_path), "MALLOC_MMAP_THRESHOLD_": "131072"})
+    assert mine["MALLOC_MMAP_THRESHOLD_"] == "131072" and mine["PYTHONMALLOC"] == "malloc"
+    voila_server.kernels_environ(mine)
+    assert mine["MALLOC_MMAP_THRESHOLD_"] == "131072" and "PYTHONMALLOC" not in mine

@@ -223,12 +223,17 @@ MALLOC_MARK = "VRAMPLAN_SERVER_PYTHONMALLOC"   # the names below that `vramplan 
 SERVER_ALLOCATOR = {"PYTHONMALLOC": "malloc", "MALLOC_MMAP_THRESHOLD_": str(64 * 1024)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    # the allocator settings are read at this process's start; kernels and helpers started
-    # from here keep the defaults (a kernel gives all its memory back when it exits)
-    for name in os.environ.pop(MALLOC_MARK, "").split(","):
+def kernels_environ(environ) -> None:
+    """The allocator settings are read at this process's start: remove those `vramplan app`
+    set, so that kernels and helpers started from here keep the defaults (a kernel gives all
+    its memory back when it exits)."""
+    for name in environ.pop(MALLOC_MARK, "").split(","):
         if name in SERVER_ALLOCATOR:
-            os.environ.pop(name, None)
+            environ.pop(name, None)
+
+
+def main(argv: list[str] | None = None) -> None:
+    kernels_environ(os.environ)
     warm_chart_cache()
     server_memory.install()  # off unless $VRAMPLAN_SERVER_MEMORY_DEBUG names a folder
     _app_class().launch_instance(argv=argv if argv is not None else sys.argv[1:])
