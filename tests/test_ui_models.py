@@ -124,7 +124,8 @@ def test_the_panels_below_the_verdict_are_made_after_the_first_paint(db, monkeyp
     """In a kernel the page's first screen (the controls, the notices, the verdict and its
     breakdown) is all the browser fetches before the verdict shows; the advice, charts,
     details, GPU card, export, trace and live panels follow its first view."""
-    monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=_Loop()))
+    loop = _Loop()
+    monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=loop))
     monkeypatch.delenv("QUERY_STRING", raising=False)
     before = _models()
     app = App(db=db, lazy_chart=True, charts=False)
@@ -138,3 +139,15 @@ def test_the_panels_below_the_verdict_are_made_after_the_first_paint(db, monkeyp
     assert app.results.children[-2:] == (app.trace, app.live)
     assert app.device.name in app.card.value and "batch_size=2" in app.export.value
     assert len(_models() - before) <= PAGE_MODELS
+    app.set_lang("zh")                             # a new first screen, in Chinese
+    assert not app.later and list(app.results.children) == [app.notices, app.panel, app.trace,
+                                                           app.live]
+    app.panel.banner._view_count = 1
+    assert app.later and "撤销" == app.notices.undo.description
+    assert list(app.results.children).count(app.trace) == 1
+    fresh = App(db=db, lazy_chart=True, charts=False)
+    fresh.set_lang("zh")                           # switched before the first paint
+    loop.timed[-2]()                               # the English build's 15 s timeout: its
+    assert not fresh.later                         # page is gone, so it makes nothing
+    loop.timed[-1]()                               # the Chinese build's timeout
+    assert fresh.later and fresh.trace in fresh.results.children

@@ -138,7 +138,9 @@ class App(W.VBox):
         if not lazy:
             self._later(background=False)
         else:                         # after the first paint: the panels, altair, the charts
-            after_paint(self.panel.banner, lambda: self._later(background=True))
+            banner = self.panel.banner    # (a build a language switch replaced does nothing)
+            after_paint(banner, lambda: self.panel.banner is banner and not self.later and
+                        self._later(background=True))
 
     def _later(self, background: bool) -> None:
         with speaking(self.state.lang):
