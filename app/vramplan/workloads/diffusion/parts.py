@@ -74,7 +74,7 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
     for _ in chans:                                             # conv stride 2, padding 1: ceil
         ns.append(hh * ww)
         hh, ww = (hh + 1) // 2, (ww + 1) // 2
-    unit = lambda lvl, c: b * ns[lvl] * c * e  # noqa: E731
+    unit = lambda lvl, c: b * (ns[lvl] * c * e)  # noqa: E731  (ints: one array product)
     peak = largest = 0
 
     def transformer(lvl: int, depth_attn: bool) -> int:
@@ -190,7 +190,7 @@ def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
     chs = list(reversed(cfg["block_out_channels"]))
     lpb = cfg.get("layers_per_block", 2)
     p0 = lh * lw
-    u = lambda c, p: b * p * c * e  # noqa: E731
+    u = lambda c, p: b * (p * c * e)  # noqa: E731  (ints: one array product)
     # per resolution level: its peak (the mid block and attention sit at level 0; an upsampler
     # belongs to the level it produces)
     levels = [0] * len(chs)
