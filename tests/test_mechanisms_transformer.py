@@ -189,3 +189,37 @@ def test_gelu_new_matches_the_transformers_trace_difference():
     assert new.peak_phase == old.peak_phase == "backward"
     tensor = 8 * 128 * 512 * 4
     assert new.components["activations"] - old.components["activations"] == 2 * 3 * tensor
+
+
+def test_cross_attention_terms_by_hand():
+    """HF T5's cross-attention block per decoder layer (t5-small: d_model 512, 8 heads x 64,
+    bf16-mixed, dropout 0.1): at the decoder tokens its T5LayerNorm (fp32 input 4 + fp32 normed
+    4), q's 16-bit input 2, q 2, the o input 2 and the dropout mask 1; SDPA adds its output 2 and
+    the fp32 logsumexp 4 x 8 / 512 per hidden unit. At the encoder tokens each layer keeps its k
+    and v (2 x 2) and k's and v's own 16-bit casts of the fp32 encoder output (2 x 2)."""
+    from vramplan.workloads.transformer.encdec import cross_coeffs
+    a = get_model("t5-small").arch
+    k = Kernels(p=2, mixed=True, attention="sdpa", dropout=True, compile=False)
+    assert cross_coeffs(a, k) == (8 + 2 + 2 + 2 + 4 * 8 / 512 + 2 + 1, 4 + 4, 0.0)
+    # eager: no kernel output / lse; the b x heads x target x seq scores keep the fp32 softmax
+    # output 4, the 1-byte dropout mask and the 16-bit probabilities PV reads 2
+    ke = replace(k, attention="eager")
+    assert cross_coeffs(a, ke) == (8 + 2 + 2 + 2 + 1, 8, 4 + 1 + 2)
+    # LoRA on q, v: only v's adapter casts the encoder output again
+    keep = {"qkv": True, "o": False, "up": False, "down": False}
+    assert cross_coeffs(a, ke, keep) == (8 + 2 + 2 + 1, 4 + 2, 7)
+
+
+def test_decoder_runs_at_target_len():
+    """T0-3B LoRA, batch 8, 100 encoder tokens, fp32, eager: the decoder blocks, the logits and
+    the loss follow target_len (before 2026-12-01 all three gave 19.06 GiB)."""
+    base = {"model": "bigscience/T0_3B", "task": "lora", "batch_size": 8, "seq_len": 100,
+            "precision": "fp32", "attention": "eager", "lora": {"rank": 8, "targets": ["q", "v"]},
+            "gpu": "nvidia-a100-sxm4-80gb"}
+    got = [estimate(dict(base, target_len=t), with_max_batch=False) for t in (100, 16, 8)]
+    act = [e.components["activations"] for e in got]
+    assert act[0] > act[1] > act[2]
+    # the logits' loss buffers alone (3 fp32 buffers of b x t x vocab 32128) shrink by
+    # 3 x 4 x 8 x 84 x 32128 between 100 and 16 target tokens
+    assert act[0] - act[1] > 3 * 4 * 8 * 84 * 32128
+    assert any("decoder blocks at target_len (16)" in n for n in got[1].notes)

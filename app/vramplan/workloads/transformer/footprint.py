@@ -65,6 +65,9 @@ class _Ctx(Training):
         self.notes: list[str] = []
         self.b = int_or(sc.batch_size, 1)   # an int64 array in a sweep (vramplan.vec)
         self.s = int(sc.seq_len or 1)
+        # encoder-decoder: decoder tokens per sequence (the labels); the encoder reads seq_len
+        self.t = int(getattr(sc, "target_len", None) or self.s) \
+            if arch.kind == "encoder-decoder" else self.s
         bd = arch.param_breakdown()
         L, tp, pp = arch.total_layers, self.L.tensor, self.L.pipeline
         self.stage_frac = par.stage_layers(L, pp) / L

@@ -12,6 +12,7 @@ from ...hardware.capabilities import compute_dtype
 from ...vec import isin, to_int, truth, vmax, where
 from ...vec import peak as peak_of
 from ..base import Footprint
+from . import encdec as encdec_mod
 from . import sharding, traffic
 from .activations import (inner_dropout, layer_coeffs, saves_output, selective_coeff,
                           upcasts_softmax)
@@ -118,6 +119,16 @@ class Training:
         seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
         scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
         layer_full = c * sbh + scores
+        layer_mean, sbh_mean = layer_full, sbh   # a block of this stage, on average
+        encdec = a.kind == "encoder-decoder"
+        Td = self.tokens(self.t)
+        if encdec:   # encoder blocks at seq_len, decoder blocks at target_len (encdec.py)
+            st = encdec_mod.train_stacks(self, k, keep, c, sc_coef, tp, sp)
+            Le, Ld = a.layers, a.decoder_layers
+            layer_mean = (Le * st.enc_layer + Ld * st.dec_layer) / (Le + Ld)
+            sbh_mean = (Le * T + Ld * Td) * a.hidden / (Le + Ld)
+            layer_full = st.dec_layer   # the last block: backward starts there
+            sbh = Td * a.hidden         # the head, the loss and the last block's backward
         nl = par.stage_layers(a.total_layers, L.pipeline)
         inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
         nl_live = nl * inflight
@@ -128,29 +139,37 @@ class Training:
         r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
         ckpt = sc.checkpointing or "none"
         if ckpt == "full":
-            kept = 0 if "activations" in self.off else nl_live * r * sbh / seq_div
+            kept = 0 if "activations" in self.off else nl_live * r * sbh_mean / seq_div
             acts = kept + layer_full
         elif ckpt == "selective":
-            acts = nl_live * selective_coeff(a, k) * sbh
+            acts = nl_live * selective_coeff(a, k) * sbh_mean
         else:
-            acts = nl_live * layer_full
+            acts = nl_live * layer_mean
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
-        # embedding output (stage 0), final norm input and the (all-gathered) head input (last)
-        acts = acts + ((r if self.first else 0) + (r if self.last else 0)) * sbh / seq_div
-        acts = acts + (self.p * sbh if self.last else 0)
-        if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
-            acts = acts + sbh / seq_div
-        if a.kind == "encoder-decoder":
-            self.notes.append("encoder-decoder: decoder blocks counted like encoder blocks at "
-                              "seq_len (cross-attention approximated)")
+        if encdec and self.first and self.last:
+            acts = acts + st.edges
+        else:
+            # embedding output (stage 0), final norm input and the (all-gathered) head input
+            sbh0 = T * a.hidden
+            acts = acts + ((r * sbh0 if self.first else 0) + (r * sbh if self.last else 0)) / seq_div
+            acts = acts + (self.p * sbh if self.last else 0)
+            if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
+                acts = acts + sbh0 / seq_div
+        if encdec:
+            self.notes.append(
+                f"encoder-decoder: encoder blocks at seq_len ({self.s:,} tokens), decoder blocks "
+                f"at target_len ({self.t:,}) with a cross-attention block each (q at target_len, "
+                "each layer's k and v projected from the encoder output at seq_len); the LM "
+                "head, logits and loss at target_len")
         # one block's backward: gradients of its widest tensors
         ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
+        kv_len = max(self.s, self.t) if encdec else self.s   # the decoder's widest scores
         bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
-            2 * self.p * self.b * a.heads * self.s ** 2 / tp if k.attention == "eager" else 0)
+            2 * self.p * self.b * a.heads * self.t * kv_len / tp if k.attention == "eager" else 0)
         if sp:   # the all-gathered full-sequence input of a column-parallel linear
             bwd_tmp += self.p * sbh
         bwd_tmp += sharding.ring_buffers(a, self.p, T, tp, L.context)
-        logits = self.logits_peak(T, True) if self.last else 0
+        logits = self.logits_peak(Td, True) if self.last else 0
 
         # autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
         # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead
@@ -178,7 +197,7 @@ class Training:
         # starts), so the recomputed block and its gradients come after the loss buffers are gone
         recomputed = layer_full if ckpt == "full" else 0
         bwd_block = bwd_tmp + recomputed
-        head_grad, bwd_extra = self._head_grad(T, tb, logits, bwd_block, lora,
+        head_grad, bwd_extra = self._head_grad(Td, tb, logits, bwd_block, lora,
                                                persist or in_bwd or L.zero >= 2)
         bwd_acts = acts - recomputed + bwd_extra
         fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
