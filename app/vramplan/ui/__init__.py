@@ -7,7 +7,8 @@ Files: `state.py` (PlanState), `draft.py` (its plain helpers), `text.py` (parsin
 the kernel's loop); widgets: `model_picker.py`, `fields.py` + `objects.py` (one form field),
 `workload.py` (the form's sections), `gpu_picker.py`, `notices.py`, `verdict.py`,
 `explore.py` (the charts), `chart.py` (one reused altair widget), `details.py`,
-`device_card.py`, `export.py`, `section.py`; `style.py` (the stylesheet), `url.py` (the
+`device_card.py`, `export.py`, `section.py`; `looks.py` (layouts and styles shared between
+leaf widgets: fewer models for the browser to fetch), `style.py` (the stylesheet), `url.py` (the
 address bar), `templates/` (the Voila template without CDN requests).
 """
 from .altair_offline import hide_slow_optional_imports
