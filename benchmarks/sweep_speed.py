@@ -143,15 +143,19 @@ def _header() -> str:
     import os
     import platform
     import subprocess
+    root = Path(__file__).resolve().parents[1]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=Path(__file__).parent).stdout.strip() or "?"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "app", "benchmarks"],
-                           capture_output=True, text=True, cwd=Path(__file__).parent).stdout
+                            text=True, cwd=root).stdout.strip() or "?"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "app",
+                            "benchmarks/sweep_speed.py"],
+                           capture_output=True, text=True, cwd=root).stdout
     load = os.getloadavg()[0]
     return (f"# benchmarks/sweep_speed.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-            f"commit {commit}{' + uncommitted changes' if dirty.strip() else ''}, Python "
-            f"{platform.python_version()}, {os.cpu_count()} CPUs shared with other jobs: load "
-            f"average at start {_load()}"
+            f"commit {commit}"
+            + (" + uncommitted changes to " + ", ".join(ln[3:] for ln in dirty.splitlines())
+               if dirty.strip() else "")
+            + f", Python {platform.python_version()}, {os.cpu_count()} CPUs shared with other "
+            f"jobs: load average at start {_load()}"
             + ("\n# NOTE: load average above 3 at the start: the machine was busy, times are "
                "pessimistic" if load > 3 else ""))
 
