@@ -16,13 +16,16 @@ Per decoder layer (transformers `T5Block`: self-attention, `T5LayerCrossAttentio
   tensor per projection.
 The LM head, its input and the loss are at target_len tokens (`labels` are decoder tokens).
 T5's relative position bias is computed once per stack (layer 0's `compute_bias`, 1 x heads x
-s x s, fp32) and passed to every later layer: it is not a per-layer, per-sequence buffer.
+s x s, fp32) and passed to every later layer: under eager attention it is only added to the
+scores (the add saves nothing), so no per-layer, per-sequence bias buffer is kept; under SDPA
+each layer's contiguous mask copy (batch 1) is saved by the kernel.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .activations import Kernels, _widths, dropout_flags, score_bytes_saved
+from ...vec import vmax
 from .sharding import _norm_coeff
 
 
@@ -78,6 +81,14 @@ def train_stacks(ctx, k: Kernels, keep: dict | None, c: float, sc_coef: float, t
         c = c + (2 if keep is None else 1) * 2 / tpd
     enc = c * Te + sc_coef * heads * s * s
     dec = c * Td + sc_coef * heads * t * t + cq * Td + ckv * Te / tpd + csc * heads * t * s / tpd
+    if k.attention != "eager":
+        # SDPA gets the relative position bias as its float mask (transformers
+        # create_position_bias_mask): a contiguous 1 x heads x q x k copy per self-attention
+        # layer (the decoder's with the causal -inf), 16-bit under autocast, which the fused
+        # kernel saves for its backward; cross-attention shares one zero bias (1 x heads x t x s)
+        mb = 2 if k.mixed else k.p
+        enc += mb * a.heads * s * s / tpd
+        dec += mb * a.heads * t * t / tpd
     r = 4 if (k.mixed or k.p == 4) else k.p
     seq_div = tpd if sp else 1
     hid_drop = k.dropout and dropout_flags(a, True)[0]
@@ -87,4 +98,26 @@ def train_stacks(ctx, k: Kernels, keep: dict | None, c: float, sc_coef: float, t
     edges = (2 * r + (2 if hid_drop else 0)) * (Te + Td) / seq_div + k.p * Td
     if not k.mixed and (keep is None or keep["qkv"]):
         edges += k.p * Te
+    if k.attention != "eager":
+        edges += (2 if k.mixed else k.p) * a.heads * t * s / tpd
     return Stacks(enc_layer=enc, dec_layer=dec, edges=edges)
+
+
+def forward_acts(ctx, layer_coeff: float, score_coeff: float, logits: float) -> tuple[float, float]:
+    """A no_grad forward of T5ForConditionalGeneration (encoder_outputs then the decoder):
+    (activation bytes at the widest moment, the largest tensor). The encoder pass holds its
+    hidden stream and one block's widest tensors at seq_len; the decoder pass holds the encoder
+    output beside its own stream at target_len, one block's tensors (its cross-attention k and
+    v at seq_len, eager scores target x max(target, seq)) or the logits at target_len."""
+    a, p, tp = ctx.arch, ctx.p, max(1, ctx.L.tensor)
+    h, s, t = a.hidden, ctx.s, ctx.t
+    Te, Td = ctx.tokens(s) * h, ctx.tokens(t) * h
+    _, kvr, _ = _widths(a)
+    heads = ctx.b * a.heads / tp
+    enc_layer = layer_coeff * Te / tp
+    enc_scores = score_coeff * heads * s * s
+    dec_layer = layer_coeff * Td / tp + 2 * p * kvr * Te / tp
+    dec_scores = score_coeff * heads * t * max(s, t)
+    enc = 2 * p * Te + vmax(enc_layer, enc_scores)
+    dec = p * Te + 2 * p * Td + vmax(dec_layer, dec_scores, logits)
+    return vmax(enc, dec), vmax(enc_scores / max(1, a.layers), logits, enc_layer, dec_layer)

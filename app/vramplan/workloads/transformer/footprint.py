@@ -16,7 +16,7 @@ from ...hardware.capabilities import compute_dtype, plan_warnings
 from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ..base import Footprint
-from . import traffic
+from . import encdec, traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from .lora import LORA_GROUPS, lora_modules
@@ -202,6 +202,15 @@ class _Ctx(Training):
         hidden = 2 * self.p * T * a.hidden
         logits = self.logits_peak(T, False)
         act = to_int(hidden + vmax(layer, scores, logits))
+        largest = vmax(scores / max(1, a.layers), logits, layer)
+        if a.kind == "encoder-decoder":   # the decoder and its logits at target_len
+            sc_coef = scores / max(1, self.b * a.heads * self.s ** 2 / self.L.tensor)
+            act, largest = encdec.forward_acts(self, inference_coeff(a, self.p), sc_coef,
+                                               self.logits_peak(self.tokens(self.t), False))
+            act = to_int(act)
+            self.notes.append("forward (encoder-decoder): the encoder at seq_len, then the "
+                              "decoder at target_len beside the encoder output; each decoder "
+                              "layer projects its cross-attention k and v from it at seq_len")
         comps = {"weights": w, "activations": act}
         self.notes.append("forward: no_grad pass; one block's tensors live at a time")
         moved = traffic.moved_weight_bytes(self, self.b * self.s)
@@ -210,7 +219,7 @@ class _Ctx(Training):
             "flops_per_step": traffic.inference_flops(self, self.b * self.s, self.s),
             "compute_dtype": compute_dtype(self.prec, self.opts)}, moved)
         self._moe_note(self.b * self.s)
-        return self._fp(comps, "forward", {"forward": dict(comps)}, to_int(vmax(scores / max(1, a.layers), logits, layer)), bw)
+        return self._fp(comps, "forward", {"forward": dict(comps)}, to_int(largest), bw)
 
     def generate(self) -> Footprint:
         a, b, s = self.arch, self.b, self.s
@@ -228,6 +237,13 @@ class _Ctx(Training):
         if (self.sc.attention or "sdpa") == "eager":
             scores = score_bytes_inference(a.model_type, self.p, self.mixed) * b * a.heads * s * s
         logit_tokens = T if legacy_cache else b
+        if a.kind == "encoder-decoder":
+            # the prompt is the encoder's; the decoder's first step is one token per sequence
+            logit_tokens = b
+            self.notes.append("generate (encoder-decoder): the prompt runs through the "
+                              "encoder; the KV cache is the cross-attention k/v of every "
+                              "decoder layer at seq_len (EncoderDecoderCache, computed once) "
+                              "plus the self-attention cache growing by one per new token")
         logits = self.logits_peak(logit_tokens, False)
         prefill_act = to_int(2 * self.p * T * a.hidden + vmax(layer, scores, logits))
         prefill = {"weights": w, "kv_cache": kv_prompt, "activations": prefill_act}
