@@ -223,3 +223,33 @@ def test_decoder_runs_at_target_len():
     # 3 x 4 x 8 x 84 x 32128 between 100 and 16 target tokens
     assert act[0] - act[1] > 3 * 4 * 8 * 84 * 32128
     assert any("decoder blocks at target_len (16)" in n for n in got[1].notes)
+
+
+def test_lora_rmsnorm_keeps_no_normed_tensor():
+    """RMSNorm's last step is `weight * normed` (HF T5LayerNorm / LlamaRMSNorm, torchtune): mul
+    saves each factor for the other's gradient, so with the weight frozen (LoRA) the normed
+    tensor (fp32 under autocast, 4 B) is not kept, only the fp32 input the variance reads.
+    Two norms per block: 2 x 4 B per token and hidden unit (traced: t5-small LoRA, fp32 and
+    bf16-mixed, tests/test_trace_real_modules.py)."""
+    a = get_model("t5-small").arch
+    k = Kernels(p=2, mixed=True, attention="sdpa", dropout=True, compile=False)
+    every = {"qkv": True, "o": True, "up": True, "down": True}
+    assert layer_coeffs(a, k)[0] - layer_coeffs(a, k, every)[0] == 2 * 4
+
+
+def test_lora_on_a_full_precision_base_keeps_each_frozen_weight_cast():
+    """bf16-mixed LoRA on an fp32 base: autocast caches only casts of weights that require
+    grad, so each frozen linear casts its weight per call and saves the 16-bit copy for its
+    input gradient: 2 B per block parameter at the end of forward. t5-small by hand: encoder
+    6 x (4 x 512^2 + 2 x 512 x 2048), decoder 6 x (8 x 512^2 + 2 x 512 x 2048), the two
+    relative-bias tables 2 x 32 x 8."""
+    s = {"model": "t5-small", "task": "lora", "batch_size": 8, "seq_len": 512, "target_len": 16,
+         "precision": "bf16-mixed", "optimizer": "adamw", "attention": "sdpa",
+         "lora": {"rank": 8, "targets": ["q", "v"]}, "gpu": "nvidia-h100-sxm5-80gb"}
+    e = estimate(s, with_max_batch=False)
+    blocks = 6 * (4 * 512 ** 2 + 2 * 512 * 2048) + 6 * (8 * 512 ** 2 + 2 * 512 * 2048) + 2 * 32 * 8
+    assert blocks == 44_040_704
+    assert e.footprint.phases["forward"]["temporary"] == 2 * blocks
+    # pure bf16 weights are used as they are: no casts
+    pure = estimate(dict(s, precision="bf16"), with_max_batch=False)
+    assert pure.footprint.phases["forward"]["temporary"] == 0

@@ -144,7 +144,9 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
         if k.compile:
             return r                           # fused: input + rstd, output recomputed
         if arch.norm == "rmsnorm":             # HF/torchtune RMSNorm: x.float() and the cast
-            return 4 + (4 if k.mixed else p)   # normed tensor feed the weight multiply
+            if lora_inputs is not None:        # normed tensor feed the weight multiply; a
+                return 4                       # frozen weight (LoRA) needs no normed tensor:
+            return 4 + (4 if k.mixed else p)   # mul saves only the other factor's grad input
         return r                               # fused layer_norm saves its input
 
     c = 0.0

@@ -175,7 +175,11 @@ class Training:
         # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead
         cast_cache = 0
         if self.mixed and not self.fsdp_mp:
-            cast_cache = 2 * (self.blocks_g if not lora else 0)
+            # LoRA on a full-precision base: autocast caches no cast of a frozen weight, but
+            # each frozen linear saves its own 16-bit weight cast for the input gradient (traced:
+            # transformers T5 + tracing/lora.py, one 16-bit copy per block linear)
+            frozen_cast = lora and task == "lora" and not prec_mod.is_quantized(self.prec)
+            cast_cache = 2 * self.blocks_g if (not lora or frozen_cast) else 0
         fsdp_ws = fsdp_root = 0
         if L.zero >= 3 and (group > 1 or par_off):
             cb = 2 if (self.mixed or self.p == 2) else 4
