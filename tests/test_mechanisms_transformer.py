@@ -205,9 +205,10 @@ def test_cross_attention_terms_by_hand():
     # output 4, the 1-byte dropout mask and the 16-bit probabilities PV reads 2
     ke = replace(k, attention="eager")
     assert cross_coeffs(a, ke) == (8 + 2 + 2 + 2 + 1, 8, 4 + 1 + 2)
-    # LoRA on q, v: only v's adapter casts the encoder output again
+    # LoRA on q, v: the frozen norm weight leaves the norm its fp32 input (4), no o input, and
+    # only v's adapter casts the encoder output again
     keep = {"qkv": True, "o": False, "up": False, "down": False}
-    assert cross_coeffs(a, ke, keep) == (8 + 2 + 2 + 1, 4 + 2, 7)
+    assert cross_coeffs(a, ke, keep) == (4 + 2 + 2 + 1, 4 + 2, 7)
 
 
 def test_decoder_runs_at_target_len():

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .activations import Kernels, _widths, dropout_flags, score_bytes_saved
 from ...vec import vmax
+from .activations import Kernels, _widths, dropout_flags, score_bytes_saved
 from .sharding import _norm_coeff
 
 
@@ -46,7 +46,9 @@ def cross_coeffs(arch, k: Kernels, keep: dict | None = None) -> tuple[float, flo
     lin_mixed = 2 if k.mixed else lin
     hid_drop, _ = dropout_flags(arch, True) if k.dropout else (False, False)
     qr, kvr, _ = _widths(arch)
-    dec = _norm_coeff(arch, k)                 # the cross block's norm
+    dec = _norm_coeff(arch, k)                 # the cross block's norm (a frozen RMSNorm
+    if lora and arch.norm == "rmsnorm" and not k.compile:   # weight: its fp32 input only,
+        dec = 4.0                              # as activations.layer_coeffs)
     dec += lin_mixed if keep["qkv"] else 0     # q projection input
     dec += p * qr                              # q (QK^T or the fused kernel)
     if k.attention != "eager":
