@@ -254,3 +254,21 @@ def test_lora_on_a_full_precision_base_keeps_each_frozen_weight_cast():
     # pure bf16 weights are used as they are: no casts
     pure = estimate(dict(s, precision="bf16"), with_max_batch=False)
     assert pure.footprint.phases["forward"]["temporary"] == 0
+
+
+def test_encoder_decoder_flops_follow_target_len():
+    """t5-small training, batch 8, 512 encoder / 16 decoder tokens: 6N + 3 attention per token,
+    counted per encoder token. N: the encoder's 6 blocks (4 x 512^2 attention + 2 x 512 x 2048
+    MLP), the cross k / v projections of 6 decoder layers (2 x 512^2), and for 16/512 of the
+    tokens the decoder side (self q, k, v, o and cross q, o: 6 x 512^2, the MLP) and the head
+    (32128 x 512). Attention: 2 x 1024 x (512 keys x 6 encoder layers + 16/512 x (16 + 512) keys
+    x 6 decoder layers)."""
+    e = estimate({"model": "t5-small", "task": "train", "batch_size": 8, "seq_len": 512,
+                  "target_len": 16, "precision": "bf16-mixed", "optimizer": "adamw",
+                  "gpu": "nvidia-h100-sxm5-80gb"}, with_max_batch=False)
+    r = 16 / 512
+    n = 6 * (4 * 512 ** 2 + 2 * 512 * 2048) + 6 * 2 * 512 ** 2 \
+        + r * (6 * (6 * 512 ** 2 + 2 * 512 * 2048) + 32128 * 512)
+    att = 2 * 1024 * (512 * 6 + r * (16 + 512) * 6)
+    # the two relative-bias tables (2 x 32 x 8 parameters) are spread over the blocks: < 1e-5
+    assert e.bandwidth["flops_per_step"] == pytest.approx(8 * 512 * (6 * n + 3 * att), rel=1e-5)

@@ -216,7 +216,7 @@ class _Ctx(Training):
         moved = traffic.moved_weight_bytes(self, self.b * self.s)
         bw = self._offload_bw({
             "bytes_per_step": to_int(moved + 2 * act), "tokens_per_step": self.b * self.s,
-            "flops_per_step": traffic.inference_flops(self, self.b * self.s, self.s),
+            "flops_per_step": traffic.inference_flops(self, self.b * self.s, self.s, encdec=True),
             "compute_dtype": compute_dtype(self.prec, self.opts)}, moved)
         self._moe_note(self.b * self.s)
         return self._fp(comps, "forward", {"forward": dict(comps)}, to_int(largest), bw)

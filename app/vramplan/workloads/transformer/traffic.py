@@ -78,10 +78,30 @@ def per_gpu(ctx, flops: float) -> int:
     return to_int(flops / max(1, L.tensor * L.pipeline * L.context))
 
 
+def encdec_per_token(ctx) -> tuple[float, float]:
+    """Encoder-decoder: (matmul parameters, forward attention FLOPs) per *encoder* token, the
+    decoder's share scaled by target_len / seq_len. An encoder token passes the encoder blocks
+    and every decoder layer's cross-attention k / v projections; a decoder token the decoder's
+    self-attention, the cross-attention q / o, the MLP and the LM head, attending to target_len
+    (self) and seq_len (cross) keys."""
+    a = ctx.arch
+    bd = a.param_breakdown()
+    Le, Ld = a.layers, a.decoder_layers
+    attn = bd["attention"] / max(1, Le + 2 * Ld)   # one block's q, k, v, o (cross: the same)
+    mlp = bd["mlp"] / max(1, Le + Ld)
+    r = ctx.t / max(1, ctx.s)
+    n = Le * (attn + mlp) + Ld * attn / 2 + r * (Ld * (1.5 * attn + mlp) + a.vocab * a.hidden)
+    qkv = 2 * a.heads * a.head_dim
+    att = 2.0 * qkv * (ctx.s * Le + r * (ctx.t + ctx.s) * Ld)
+    return n, att
+
+
 def train_flops(ctx, tokens: int, lora: bool, checkpointing: str) -> int:
     """FLOPs of one optimizer step (all micro-batches) per GPU, `tokens` per data rank."""
     a = ctx.arch
     n, att = matmul_params(a), attention_flops(a, ctx.s)
+    if a.kind == "encoder-decoder":
+        n, att = encdec_per_token(ctx)
     per_tok = (4 if lora else 6) * n + 3 * att
     if checkpointing == "full":
         per_tok += 2 * n + att
@@ -90,9 +110,13 @@ def train_flops(ctx, tokens: int, lora: bool, checkpointing: str) -> int:
     return per_gpu(ctx, per_tok * tokens)
 
 
-def inference_flops(ctx, tokens: int, context: float) -> int:
-    """FLOPs of `tokens` tokens each attending to `context` keys, per GPU."""
+def inference_flops(ctx, tokens: int, context: float, encdec: bool = False) -> int:
+    """FLOPs of `tokens` tokens each attending to `context` keys, per GPU (`encdec`: a forward
+    of the encoder over seq_len and the decoder over target_len, `tokens` encoder tokens)."""
     a = ctx.arch
+    if encdec and a.kind == "encoder-decoder":
+        n, att = encdec_per_token(ctx)
+        return per_gpu(ctx, tokens * (2 * n + att))
     return per_gpu(ctx, tokens * (2 * matmul_params(a) + attention_flops(a, context)))
 
 
