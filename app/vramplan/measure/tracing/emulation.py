@@ -74,7 +74,8 @@ class CudaKernels(TorchFunctionMode):
             return func(*args, **kwargs)
         if self.autocast and torch.is_autocast_enabled("cpu"):
             name = getattr(func, "__name__", "")
-            if name in _SET_DTYPE and "dtype" not in kwargs:
+            # F.softmax / log_softmax pass dtype=None through __torch_function__: unset too
+            if name in _SET_DTYPE and kwargs.get("dtype") is None:
                 x = args[0] if args else kwargs.get("input")
                 if isinstance(x, torch.Tensor) and x.dtype in LOW:
                     self._count(f"autocast-fp32:{name}")
