@@ -261,11 +261,14 @@ async def run_session(i: int, browser, base: str, plan: dict, res: dict) -> None
         await page.locator(".vp-verdict").first.wait_for(timeout=t_render)
         res["verdict_s"] = round(time.monotonic() - t0, 2)
         _log(plan, f"#{i} verdict after {res['verdict_s']} s")
-        await page.wait_for_function(
+        # the width is read in the same call that sees the chart: the static first chart is
+        # swapped for the interactive one later, and a second query could fall between the two
+        seen = await page.wait_for_function(
             "() => { const e = document.querySelector('.vp-breakdown svg');"
-            " return e && e.getBoundingClientRect().width > 0; }", timeout=t_render)
+            " const w = e ? e.getBoundingClientRect().width : 0; return w > 0 ? w : 0; }",
+            timeout=t_render)
         res["first_chart_s"] = round(time.monotonic() - t0, 2)
-        res["first_chart_width_px"] = await _chart_width(page)
+        res["first_chart_width_px"] = await seen.json_value()
         res["rendered"] = True
         _log(plan, f"#{i} first chart after {res['first_chart_s']} s, "
                    f"{res['first_chart_width_px']:.0f} px wide")
