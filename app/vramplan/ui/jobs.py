@@ -57,36 +57,30 @@ def _call(work):
         return exc
 
 
-def after_paint(widget, fn: Callable[[], None], timeout: float = 15.0) -> None:
+def after_paint(widget, fn: Callable[[], None]) -> None:
     """Call `fn()` once `widget` has a view on the page (the front end reports views through
-    the widget's `_view_count`), or after `timeout` seconds, whichever comes first; at once
-    outside a kernel. Heavy work started after the first paint does not compete with the
-    page for the kernel: while the browser fetches the widgets' states (Voila's widget
-    manager gives the kernel 4 s, then falls back to one request per widget), a thread
-    importing altair would slow every reply."""
+    the widget's `_view_count`); at once outside a kernel. Heavy work started after the first
+    paint does not compete with the page for the kernel: while the browser fetches the
+    widgets' states (Voila's widget manager gives the kernel 4 s, then falls back to one
+    request per widget), a thread importing altair would slow every reply.
+
+    There is no timer: a widget made while the browser still fetches the states refers to
+    models (shared layouts, styles) the browser does not have yet, and the widget manager
+    logs "widget model not found" for each reference. A view exists only once every model
+    of the first screen is in the browser, so the panels made after it are always safe
+    (with the browser's CPU throttled 12x, a 15 s timer gave 30 such errors per page)."""
     loop = getattr(kernel(), "io_loop", None)
-    if loop is None:
-        fn()
+    if loop is None or widget._view_count:       # no kernel, or already on the page (a
+        fn()                                     # language switch)
         return
     done = []
 
-    def once(*_):
-        if not done:
-            done.append(True)
-            try:
-                widget.unobserve(seen, "_view_count")
-            except ValueError:  # pragma: no cover - already removed
-                pass
-            fn()
-
     def seen(change):
-        if change["new"]:
-            loop.add_callback(once)
+        if change["new"] and not done:
+            done.append(True)
+            widget.unobserve(seen, "_view_count")
+            loop.add_callback(fn)
 
-    if widget._view_count:                      # already on the page (a language switch)
-        fn()
-        return
     if widget._view_count is None:
         widget._view_count = 0                  # start counting views
     widget.observe(seen, "_view_count")
-    loop.call_later(timeout, once)
