@@ -181,6 +181,12 @@ CSS = PAGE + f"""
 .vp-chart-panel, .vp-chart {{ width: 100%; min-width: 0; }}
 .vp-chart .vega-embed {{ width: 100%; }}
 .vp-chart svg {{ max-width: 100%; }}
+/* the placeholder (loading text, then the static SVG) is an HTML widget in the holder's row:
+   without these it shrinks to its content, the loading box to its text and the static SVG
+   (width 100 % of an undefined width) to the 300 px default of a replaced element */
+.vp-chart > .widget-html, .vp-chart > .widget-html > .widget-html-content {{ flex: 1 1 auto;
+                                                                            width: 100%; min-width: 0; }}
+.vp-chart-static {{ width: 100%; }}
 .vp-chart-loading {{ color: #6b7280; font-size: 12.5px; display: flex; align-items: center;
                     justify-content: center; background: #f9fafb; border-radius: 8px;
                     border: 1px dashed #e5e7eb; width: 100%; text-align: center; padding: 8px; }}
