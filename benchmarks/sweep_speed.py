@@ -73,24 +73,41 @@ CASES = {
 }
 
 
+def timed(fn, *args, **kwargs):
+    """(fn(*args, **kwargs), the seconds it took): the one timing of this benchmark."""
+    t = time.perf_counter()
+    value = fn(*args, **kwargs)
+    return value, time.perf_counter() - t
+
+
+def each(fn, items) -> list:
+    """fn(item) for every item; where a call raises, its exception stands in its place."""
+    out = []
+    for x in items:
+        try:
+            out.append(fn(x))
+        except Exception as exc:
+            out.append(exc)
+    return out
+
+
+def point(base, row) -> dict:
+    """The scenario of a sampled row, as a script would give it to `estimate`."""
+    return {**base, **{kk: v for kk, v in row.items() if kk in AXES}, "gpu": row["gpu"]}
+
+
 def footprint_per_call(base, rows, k=60):
     """Mean seconds of the workload's footprint function alone, one batch value per call (the
     scenario built and the GPU's traits looked up beforehand), over k sampled rows."""
     calls = []
     for row in rows[:k]:
-        d = {**base, **{kk: v for kk, v in row.items() if kk in AXES}, "gpu": row["gpu"]}
         try:
-            sc = Scenario.from_dict(d)
+            sc = Scenario.from_dict(point(base, row))
         except Exception:
             continue
         calls.append((sc, spec_of(sc), traits_of(get_gpu(row["gpu"]))))
-    t = time.perf_counter()
-    for sc, spec, tr in calls:
-        try:
-            workload_footprint(sc, spec, tr)
-        except Exception:
-            pass
-    return (time.perf_counter() - t) / max(1, len(calls))
+    _, dt = timed(each, lambda call: workload_footprint(*call), calls)
+    return dt / max(1, len(calls))
 
 
 def sampled_rows(r, k, seed=0) -> list[dict]:
@@ -115,19 +132,17 @@ def sampled_rows(r, k, seed=0) -> list[dict]:
 
 def scalar_per_point(base, sample, with_max_batch=False):
     """Mean seconds of one scalar estimate over the sampled rows, and the mismatches."""
+    got, dt = timed(each, lambda row: estimate(point(base, row), with_max_batch=with_max_batch),
+                    sample)
     bad = 0
-    t = time.perf_counter()
-    for row in sample:
-        d = {**base, **{kk: v for kk, v in row.items() if kk in AXES}, "gpu": row["gpu"]}
-        try:
-            e = estimate(d, with_max_batch=with_max_batch)
-        except Exception:
+    for row, e in zip(sample, got):
+        if isinstance(e, Exception):
             bad += "error" not in row
             continue
         bad += ("error" in row or e.device_used_bytes != row["device_used_bytes"]
                 or e.fits != row["fits"]
                 or (with_max_batch and e.max_batch_size != row["max_batch_size"]))
-    return (time.perf_counter() - t) / len(sample), bad, len(sample)
+    return dt / len(sample), bad, len(sample)
 
 
 AXES: set = set()
@@ -191,9 +206,7 @@ def main() -> None:
         out = []
         checked = total = 0
         for mb in (False, True):
-            t = time.perf_counter()
-            r = sweep(base, {**vary, "gpu": "all"}, with_max_batch=mb)
-            dt = time.perf_counter() - t
+            r, dt = timed(sweep, base, {**vary, "gpu": "all"}, with_max_batch=mb)
             if not mb:
                 r0 = r
             n_s = k // (4 if mb else 1)
@@ -221,12 +234,8 @@ def main() -> None:
         base = CASES[name][0]
         d = {**base, "gpu": ids[0]}
         max_batch(d, gpus=warm)
-        t = time.perf_counter()
-        mb = max_batch(d, gpus=ids)
-        dt = time.perf_counter() - t
-        t = time.perf_counter()
-        ref = [estimate({**base, "gpu": g}).max_batch_size for g in ids]
-        dt_ref = time.perf_counter() - t
+        mb, dt = timed(max_batch, d, gpus=ids)
+        ref, dt_ref = timed(lambda: [estimate({**base, "gpu": g}).max_batch_size for g in ids])
         same = sum((None if int(x) >= MAX_BATCH_CAP else int(x)) == y for x, y in zip(mb, ref))
         say(f"  {name:34s} {dt * 1e3:8.1f} ms vs {dt_ref * 1e3:8.1f} ms  "
             f"({dt_ref / dt:5.1f}x), equal on {same}/{len(ids)} GPUs")
