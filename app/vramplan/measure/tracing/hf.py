@@ -15,7 +15,8 @@ reads the same config the same way):
 
 Attention: scenario `eager` -> "eager"; `sdpa` and `flash` -> "sdpa" (on CUDA the SDPA call
 picks the flash kernel; the CUDA emulation keeps dropout inside the fused kernel). Full
-checkpointing is `gradient_checkpointing_enable(use_reentrant=False)`. MoE experts run with
+checkpointing is `gradient_checkpointing_enable(use_reentrant=False)`, recomputing in the kernel
+emulation (`recompute.context_fn`). MoE experts run with
 transformers' `grouped_mm` implementation where the model offers it: the eager expert loop
 indexes tokens by `nonzero()`, whose size depends on data a fake tensor does not have.
 
@@ -141,7 +142,9 @@ def hf_job(config: dict, scn):
     def build() -> Job:
         model = build_model(config, kind, scn.attention or "sdpa")
         if train and scn.checkpointing == "full":
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            from .recompute import context_fn   # the recomputation in the kernel emulation too
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={
+                "use_reentrant": False, "context_fn": context_fn})
         if task == "lora":
             lora = scn.lora
             for p in model.parameters():
