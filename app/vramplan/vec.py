@@ -57,23 +57,24 @@ def _arrays(xs) -> bool:
 
 def vmax(*xs):
     """max(*xs); element by element (numpy.maximum, left to right) where one is an array."""
-    if not _arrays(xs):
-        return max(xs)
-    import numpy as np
-    out = xs[0]
-    for x in xs[1:]:
-        out = np.maximum(out, x)
-    return out
+    return _fold(xs, max, "maximum")
 
 
 def vmin(*xs):
-    """min(*xs); element by element where one is an array."""
+    """min(*xs); element by element (numpy.minimum, left to right) where one is an array."""
+    return _fold(xs, min, "minimum")
+
+
+def _fold(xs, builtin, ufunc: str):
+    """builtin(xs) with no array among xs; else numpy.<ufunc> folded left to right
+    (xs[0] with xs[1], that with xs[2], ...)."""
     if not _arrays(xs):
-        return min(xs)
+        return builtin(xs)
     import numpy as np
+    step = getattr(np, ufunc)
     out = xs[0]
     for x in xs[1:]:
-        out = np.minimum(out, x)
+        out = step(out, x)
     return out
 
 
