@@ -1,4 +1,8 @@
-"""Shared fixtures."""
+"""Shared fixtures: torch's threads; for the planner's tests (test_ui*.py) the hardware database,
+a page with no link in the environment, and a kernel whose loop runs callbacks at once."""
+import threading
+import types
+
 import pytest
 
 
@@ -10,3 +14,52 @@ def torch_two_threads():
     torch.set_num_threads(2)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture(scope="module")
+def db():
+    """The built-in hardware database."""
+    from vramplan.hardware import default_db
+    return default_db()
+
+
+@pytest.fixture
+def new_app(db, monkeypatch):
+    """`new_app(**options)` is `App(db=db, **options)` opened with no QUERY_STRING (a page
+    without a link)."""
+    from vramplan.ui import App
+    monkeypatch.delenv("QUERY_STRING", raising=False)
+    return lambda **options: App(db=db, **options)
+
+
+class FakeLoop:
+    """A kernel's io_loop: `add_callback` runs the callback at once (on the caller's thread)
+    and records it; `call_later` only records (the tests expect none); `wait_for(pred, s)`
+    waits until `pred()` holds after a callback, for at most s seconds."""
+
+    def __init__(self):
+        self.calls: list = []
+        self.timed: list = []
+        self._ran = threading.Condition()
+
+    def add_callback(self, fn, *args):
+        fn(*args)
+        with self._ran:
+            self.calls.append(fn)
+            self._ran.notify_all()
+
+    def call_later(self, delay, fn, *args):
+        self.timed.append(fn)
+
+    def wait_for(self, pred, timeout: float) -> bool:
+        with self._ran:
+            return self._ran.wait_for(pred, timeout)
+
+
+@pytest.fixture
+def kernel_loop(monkeypatch):
+    """The UI runs as in a kernel (`vramplan.ui.jobs.kernel()` has an io_loop): the FakeLoop."""
+    from vramplan.ui import jobs
+    loop = FakeLoop()
+    monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=loop))
+    return loop

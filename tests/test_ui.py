@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,7 @@ pytest.importorskip("ipywidgets")
 pytest.importorskip("altair")
 
 from vramplan.charts import selected_ids  # noqa: E402
-from vramplan.hardware import default_db  # noqa: E402
 from vramplan.ui import App  # noqa: E402
-from vramplan.ui import jobs  # noqa: E402
 from vramplan.ui.device_card import device_card_html  # noqa: E402
 from vramplan.ui.gpu_picker import device_order, with_default_unit  # noqa: E402
 from vramplan.ui.state import default_gpu  # noqa: E402
@@ -23,15 +20,9 @@ from vramplan.ui.state import default_gpu  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def db():
-    return default_db()
-
-
 @pytest.fixture
-def app(db, monkeypatch):
-    monkeypatch.delenv("QUERY_STRING", raising=False)
-    return App(db=db, lazy_chart=False)
+def app(new_app):
+    return new_app(lazy_chart=False)
 
 
 def _other(db, gpu):
@@ -207,28 +198,11 @@ def test_layout_hooks_for_later_panels(app):
     assert heard and heard[-1].scenario.batch_size == 2
 
 
-def test_charts_attach_after_first_paint_in_a_kernel(db, monkeypatch):
+def test_charts_attach_after_first_paint_in_a_kernel(new_app, kernel_loop):
     """In a kernel the charts are prepared in a thread and attached on the kernel's loop."""
-    done = threading.Event()
-    calls = []
-
-    class Loop:
-        def add_callback(self, fn):
-            fn()
-            calls.append(fn)
-            if app_box and app_box[0].panel.chart.loaded and app_box[0].chart.loaded:
-                done.set()
-
-    class Kernel:
-        io_loop = Loop()
-
-    app_box = []
-    monkeypatch.setattr(jobs, "kernel", lambda: Kernel())
-    monkeypatch.delenv("QUERY_STRING", raising=False)
-    app = App(db=db)
-    app_box.append(app)
-    Loop().add_callback(lambda: None)
-    assert done.wait(90)
+    app = new_app()
+    assert kernel_loop.wait_for(lambda: app.panel.chart.loaded and app.chart.loaded, 90)
+    assert kernel_loop.calls                   # the charts came through the loop
     assert app.panel.chart.error is None and app.explore.shown_view == "curve"
 
 

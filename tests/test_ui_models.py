@@ -4,15 +4,12 @@ at a time), so the first chart waits on this count. A field's widgets are made w
 first shows it; layouts and styles are shared (`ui/looks.py`)."""
 from __future__ import annotations
 
-import types
 import warnings
 
 import pytest
 
 W = pytest.importorskip("ipywidgets")
 
-from vramplan.hardware import default_db  # noqa: E402
-from vramplan.ui import App, jobs  # noqa: E402
 from vramplan.ui.workload import SKIP  # noqa: E402
 
 # 623 models before the form built its fields on first show with shared layouts and styles
@@ -39,17 +36,11 @@ def _tree(widget, seen: set) -> set:
     return seen
 
 
-@pytest.fixture(scope="module")
-def db():
-    return default_db()
-
-
 @pytest.fixture
-def built(db, monkeypatch):
+def built(new_app):
     """(the default plan's page, the ids of the models its build made)."""
-    monkeypatch.delenv("QUERY_STRING", raising=False)
     before = _models()
-    app = App(db=db, lazy_chart=True, charts=False)
+    app = new_app(lazy_chart=True, charts=False)
     return app, _models() - before
 
 
@@ -107,30 +98,15 @@ def test_a_family_s_fields_are_made_when_it_is_chosen_then_kept(built):
     assert app.scenario.architecture == {"params": 70_000_000_000}
 
 
-class _Loop:
-    """A kernel's loop that runs callbacks at once and keeps the timed ones (none are
-    expected: a timer that built the panels while the browser still fetched the first
-    screen's states made the widget manager log "widget model not found")."""
-
-    def __init__(self):
-        self.timed = []
-
-    def add_callback(self, fn, *args):
-        fn(*args)
-
-    def call_later(self, delay, fn, *args):
-        self.timed.append(fn)
-
-
-def test_the_panels_below_the_verdict_are_made_after_the_first_paint(db, monkeypatch):
+def test_the_panels_below_the_verdict_are_made_after_the_first_paint(new_app, kernel_loop):
     """In a kernel the page's first screen (the controls, the notices, the verdict and its
     breakdown) is all the browser fetches before the verdict shows; the advice, charts,
-    details, GPU card, export, trace and live panels follow its first view."""
-    loop = _Loop()
-    monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=loop))
-    monkeypatch.delenv("QUERY_STRING", raising=False)
+    details, GPU card, export, trace and live panels follow its first view. The kernel's loop
+    keeps the timed callbacks: none are expected (a timer that built the panels while the
+    browser still fetched the first screen's states made the widget manager log "widget model
+    not found")."""
     before = _models()
-    app = App(db=db, lazy_chart=True, charts=False)
+    app = new_app(lazy_chart=True, charts=False)
     first = _models() - before
     assert not app.later and app.trace is None and not hasattr(app, "advisor")
     assert list(app.results.children) == [app.notices, app.panel]
@@ -147,11 +123,11 @@ def test_the_panels_below_the_verdict_are_made_after_the_first_paint(db, monkeyp
     app.panel.banner._view_count = 1
     assert app.later and "撤销" == app.notices.undo.description
     assert list(app.results.children).count(app.trace) == 1
-    fresh = App(db=db, lazy_chart=True, charts=False)
+    fresh = new_app(lazy_chart=True, charts=False)
     english = fresh.panel.banner
     fresh.set_lang("zh")                           # switched before the first paint
     english._view_count = 1                        # a late view of the English page: its
     assert not fresh.later                         # build was replaced, so it makes nothing
-    assert not loop.timed                          # and no timer builds while the browser
+    assert not kernel_loop.timed                          # and no timer builds while the browser
     fresh.panel.banner._view_count = 1             # may still fetch states; the Chinese view
     assert fresh.later and fresh.trace in fresh.results.children

@@ -15,7 +15,6 @@ pytest.importorskip("altair")
 
 from vramplan.charts import SELECTION, chart_rows  # noqa: E402
 from vramplan.estimate import estimate  # noqa: E402
-from vramplan.hardware import default_db  # noqa: E402
 from vramplan.scenario import Scenario, valid_tasks  # noqa: E402
 from vramplan.scenario.form import fields as form_fields  # noqa: E402
 from vramplan.ui import App  # noqa: E402
@@ -25,22 +24,15 @@ LLAMA = "meta-llama/Llama-3.1-8B"
 NOW = datetime.datetime.now(datetime.timezone.utc)
 
 
-@pytest.fixture(scope="module")
-def db():
-    return default_db()
-
-
 @pytest.fixture
-def app(db, monkeypatch):
+def app(new_app):
     """The planner without its charts (each costs ~0.3 s per edit); `charted` has them."""
-    monkeypatch.delenv("QUERY_STRING", raising=False)
-    return App(db=db, lazy_chart=False, charts=False)
+    return new_app(lazy_chart=False, charts=False)
 
 
 @pytest.fixture
-def charted(db, monkeypatch):
-    monkeypatch.delenv("QUERY_STRING", raising=False)
-    return App(db=db, lazy_chart=False)
+def charted(new_app):
+    return new_app(lazy_chart=False)
 
 
 def _plain(html: str) -> str:
