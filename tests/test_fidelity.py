@@ -3,7 +3,7 @@
 Transformers: median <= 6 %, p90 <= 15 %; vision + diffusion: median <= 5 %, p90 <= 20 %
 (2026-12-01: 4.4 % / 12.6 % and about 3 % / 17 %). Issue 11's target for all 64 cases, median
 <= 5 % and p90 <= 15 %, is met for the median (4.5 %) and not for p90 (21.1 % over all cases,
-17.2 % over the expressible ones; docs/accuracy.md says which cases and why), so the all-cases
+14.3 % over the expressible ones; docs/accuracy.md says which cases and why), so the all-cases
 test holds today's level and names the target."""
 import sys
 from pathlib import Path
@@ -39,7 +39,7 @@ def test_vision_and_diffusion_fidelity():
 def test_all_published_cases():
     """Every case, expressible or not (issue 11 target: median <= 5 %, p90 <= 15 %). The median
     meets it; p90 is held at today's level until the misses docs/accuracy.md names are closed:
-    17.2 % over the expressible cases, 21.1 % over all (M01, not expressible: its decoder of a few
+    14.3 % over the expressible cases, 21.1 % over all (M01, not expressible: its decoder of a few
     tokens is scored at seq_len, and transformers' gelu_new, trace-checked on GPT-2, made its
     overestimate +17 % -> +32 %)."""
     res = fidelity.run("all")
@@ -47,4 +47,4 @@ def test_all_published_cases():
     assert s["n"] == 64 and not res["gaps"], res["gaps"]
     assert s["median"] <= 0.05, s
     assert s["p90"] <= 0.215, s
-    assert res["summary"]["expressible"]["p90"] <= 0.175, res["summary"]["expressible"]
+    assert res["summary"]["expressible"]["p90"] <= 0.145, res["summary"]["expressible"]

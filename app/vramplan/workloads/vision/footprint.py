@@ -29,7 +29,7 @@ from ..base import Footprint
 from ...hardware.capabilities import plan_warnings
 from .family import native_resolution, resolution_rule
 from .layers import Graph
-from . import cudnn, nets
+from . import cudnn, mmcv_fp16, nets
 from . import heads
 
 
@@ -90,10 +90,16 @@ def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=Fal
     g.batch1 = batch1
     g.loss_fp32 = loss_fp32
     g.softmax_saves_input = legacy
-    x0 = g.input((cfg.get("in_channels", 3),) + res, "f32" if (amp or dt == "f32") else dt)
+    # mmcv fp16 hook: the pipeline's image is fp32 and auto_fp16(apply_to=('img',)) casts it;
+    # both stay referenced through the forward (mmcv_fp16.py)
+    mmcv_hook = cfg.get("framework") == "mmcv" and loss_fp32 and not amp and dt != "f32"
+    x0 = g.input((cfg.get("in_channels", 3),) + res,
+                 "f32" if (amp or dt == "f32" or mmcv_hook) else dt)
     keep = [x0]
     if x0.dtype != dt and not amp:
-        x0 = g.copy(x0, name="to_half")
+        x0 = g.custom("to_half", [x0], x0.shape, out_dtype=dt)
+        if mmcv_hook:
+            keep.append(x0)
     arch = cfg["arch"]
     classes = cfg.get("num_classes", 1000)
 
@@ -231,7 +237,12 @@ def footprint(scenario, spec, device) -> Footprint:
     grads = tr * m["g"] + tr * m["mgrad"]
     states = optimizers.state_bytes(opt, tr, state_pb) + tr * m["master"]
     temp = optimizers.step_temporary_bytes(opt, tr, state_pb, g.largest_param, impl)
-    buckets = tr * m["g"] if (layout.data * layout.context > 1 and layout.zero == 0) else 0
+    ddp = layout.data * layout.context > 1 and layout.zero == 0
+    buckets = tr * m["g"] if ddp else 0
+    if mmcv_fp16.applies(fw, m["master"], ddp):
+        buckets = mmcv_fp16.bucket_bytes(tr)              # made fp32, before model.half()
+        temp = max(temp, mmcv_fp16.step_flat_bytes(tr))   # allreduce_grads, before step()
+        notes.append(mmcv_fp16.NOTE)
     weights = parallel.shard(weights, div["weights"])
     grads = parallel.shard(grads, div["gradients"])
     states = parallel.shard(states, div["optimizer_states"])
