@@ -1,7 +1,7 @@
 """Published measured cases (tests/data/public_cases.jsonl) on |estimate - measured| / measured.
 
 Transformers: median <= 6 %, p90 <= 15 %; vision + diffusion: median <= 5 %, p90 <= 20 %
-(2026-12-01: 4.4 % / 12.6 % and about 3 % / 17 %). Issue 11's target for all 64 cases, median
+(2026-12-01: 4.4 % / 12.6 % and 3.8 % / 14.3 %). Issue 11's target for all 64 cases, median
 <= 5 % and p90 <= 15 %, is met for the median (4.5 %) and not for p90 (21.1 % over all cases,
 14.3 % over the expressible ones; docs/accuracy.md says which cases and why), so the all-cases
 test holds today's level and names the target."""
