@@ -1,11 +1,14 @@
 """Make CPU kernels allocate as CUDA kernels do (`--kernels cuda`).
 
-A trace on device 'cpu' runs CPU kernels. Four differences change memory (DESIGN.md, checked with
+A trace on device 'cpu' runs CPU kernels. These differences change memory (DESIGN.md, checked with
 torch 2.13); each is emulated by rewriting one call in a TorchFunctionMode:
 
 1. SDPA with dropout: the CPU falls back to the math path (materialised s x s scores and a float
    mask); CUDA stays in the fused flash / memory-efficient kernel (dropout from a Philox seed, no
    mask). Emulated by calling the fused CPU kernel with dropout_p=0 (same saved tensors: out, lse).
+   SDPA the CPU runs on the math path and CUDA on the memory-efficient kernel (a value head
+   unlike the query head, as MLA's; a float mask that requires grad, as T5's position bias):
+   `sdpa.MemEfficientSDPA`, which saves and allocates what that kernel does (its docstring).
 2. Dropout masks: CPU `dropout` is `x * bernoulli(empty_like(x)) / (1-p)` and saves a mask in the
    input's dtype; CUDA calls `native_dropout` and saves a 1-byte bool mask. Emulated by calling
    `torch.native_dropout` (it has a CPU kernel with the CUDA memory behaviour).
@@ -21,7 +24,11 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .sdpa import mem_efficient_sdpa, needs_mem_efficient
+
 LOW = (torch.float16, torch.bfloat16)
+_SDPA_ARGS = ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale",
+              "enable_gqa")
 
 # CUDA autocast "fp32_set_opt_dtype" ops: run with dtype=float32 (output fp32)
 _SET_DTYPE = {"softmax", "log_softmax", "sum", "cumsum", "prod", "_softmax"}
@@ -65,13 +72,7 @@ class CudaKernels(TorchFunctionMode):
                 return torch.native_dropout(x, p, True)[0]
             return func(*args, **kwargs)
         if self.sdpa and func is F.scaled_dot_product_attention:
-            if len(args) > 4:
-                kwargs["dropout_p"] = args[4]
-                args = args[:4]
-            if kwargs.get("dropout_p", 0.0) > 0:
-                self._count("sdpa-dropout->fused")
-                kwargs["dropout_p"] = 0.0
-            return func(*args, **kwargs)
+            return self._sdpa(func, args, kwargs)
         if self.autocast and torch.is_autocast_enabled("cpu"):
             name = getattr(func, "__name__", "")
             # F.softmax / log_softmax pass dtype=None through __torch_function__: unset too
@@ -89,6 +90,26 @@ class CudaKernels(TorchFunctionMode):
                     with torch.autocast("cpu", enabled=False):
                         return func(*_to32(args), **{k: _to32(v) for k, v in kwargs.items()})
         return func(*args, **kwargs)
+
+
+    def _sdpa(self, func, args, kwargs):
+        call = dict(zip(_SDPA_ARGS, args), **kwargs)
+        if call.get("dropout_p", 0.0) > 0:
+            self._count("sdpa-dropout->fused")
+            call["dropout_p"] = 0.0
+        q, k, v = call.pop("query"), call.pop("key"), call.pop("value")
+        mask = call.get("attn_mask")
+        if call.get("enable_gqa") or not needs_mem_efficient(q, k, v, mask):
+            return func(q, k, v, **call)
+        self._count("sdpa-v-head->mem-efficient" if v.shape[-1] != q.shape[-1]
+                    else "sdpa-bias-grad->mem-efficient")
+        if torch.is_autocast_enabled(q.device.type):   # CUDA autocast: SDPA in 16 bits
+            dt = torch.get_autocast_dtype(q.device.type)
+            q, k, v, mask = (t.to(dt) if isinstance(t, torch.Tensor) and t.is_floating_point()
+                             and t.dtype not in (dt, torch.float64) else t
+                             for t in (q, k, v, mask))
+        return mem_efficient_sdpa(q, k, v, mask, call.get("is_causal", False),
+                                  call.get("scale"))
 
 
 class NoKernels:
