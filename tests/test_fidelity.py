@@ -2,9 +2,8 @@
 
 Transformers: median <= 6 %, p90 <= 15 %; vision + diffusion: median <= 5 %, p90 <= 20 %
 (2026-12-01: 4.4 % / 12.6 % and 3.8 % / 14.3 %). Issue 11's target for all 64 cases, median
-<= 5 % and p90 <= 15 %, is met for the median (4.5 %) and not for p90 (21.1 % over all cases,
-14.3 % over the expressible ones; docs/accuracy.md says which cases and why), so the all-cases
-test holds today's level and names the target."""
+<= 5 % and p90 <= 15 %, is met: 4.5 % and 14.3 % (14.3 % over the expressible ones too;
+docs/accuracy.md says which cases lie above and why)."""
 import sys
 from pathlib import Path
 
@@ -37,14 +36,14 @@ def test_vision_and_diffusion_fidelity():
 
 
 def test_all_published_cases():
-    """Every case, expressible or not (issue 11 target: median <= 5 %, p90 <= 15 %). The median
-    meets it; p90 is held at today's level until the misses docs/accuracy.md names are closed:
-    14.3 % over the expressible cases, 21.1 % over all (M01, not expressible: its decoder of a few
-    tokens is scored at seq_len, and transformers' gelu_new, trace-checked on GPT-2, made its
-    overestimate +17 % -> +32 %)."""
+    """Every case, expressible or not (issue 11 target: median <= 5 %, p90 <= 15 %): 4.5 % and
+    14.3 % (K02, mmcv fp16 under DDP, -14.3 %, is the 90th percentile; the six cases above it,
+    K12 / E04 / M01 / J15 / L04 / L02, are explained in docs/accuracy.md). J05 (FLUX fp8 by
+    layerwise casting) went -21 % -> -6 % when the option stopped putting T5 in fp8 too
+    (enable_layerwise_casting is called on the transformer only)."""
     res = fidelity.run("all")
     s = res["summary"]["all"]
     assert s["n"] == 64 and not res["gaps"], res["gaps"]
     assert s["median"] <= 0.05, s
-    assert s["p90"] <= 0.215, s
+    assert s["p90"] <= 0.15, s
     assert res["summary"]["expressible"]["p90"] <= 0.145, res["summary"]["expressible"]

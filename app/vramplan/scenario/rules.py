@@ -45,9 +45,10 @@ OPTIONS: dict[str, str] = {
                          "across the tensor group too (Korthikanti et al. 2022): activations / t",
     "loss-parallel": "with tensor parallelism, the logits and loss stay sharded over the "
                      "vocabulary: the logits buffer is divided by t",
-    "layerwise-casting": "weights are stored in fp8 (or the component's precision) and upcast "
-                         "to the compute dtype one layer at a time (diffusers "
-                         "enable_layerwise_casting): one layer's upcast copy at a time",
+    "layerwise-casting": "the denoiser's weights are stored in fp8 (or its precision) and "
+                         "upcast to the compute dtype one layer at a time (diffusers "
+                         "enable_layerwise_casting): one layer's upcast copy at a time; "
+                         "the text encoders stay in the compute dtype",
     "vae-tiling": "the VAE decodes in overlapping tiles: decoder activations scale with the "
                   "tile, not the image",
     "vae-slicing": "the VAE decodes one image of the batch at a time",

@@ -41,11 +41,17 @@ def _act_bytes(prec: str) -> int:
 
 def component_precision(scenario, name: str, comp: dict) -> str:
     """The precision a component runs in. A global quantised format reaches only components
-    marked `quantize` (denoiser, T5); the others run in bf16."""
+    marked `quantize` (denoiser, T5); the others run in bf16. With `layerwise-casting` a global
+    fp8 reaches the denoiser alone: the option is diffusers' `ModelMixin.enable_layerwise_casting`,
+    called on the pipeline's transformer / U-Net (diffusers docs, "Layerwise casting"; the HF
+    blog diffusers-quantization's FLUX recipe); transformers' text encoders have no such method
+    and stay in the compute dtype. Per-component precision (a dict) states any other split."""
     if isinstance(scenario.precision, dict):
         return scenario.precision_for(name)
     prec = scenario.precision
     if P.is_quantized(prec) and not comp.get("quantize", False):
+        return "bf16"
+    if prec == "fp8" and name not in DENOISERS and "layerwise-casting" in (scenario.options or ()):
         return "bf16"
     return prec
 
