@@ -152,8 +152,9 @@ class MemEfficientSDPA(torch.autograd.Function):
 
 
 def mem_efficient_sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
-    """F.scaled_dot_product_attention as CUDA's memory-efficient kernel runs it (the caller has
-    applied autocast's casts: CUDA autocast runs SDPA in 16 bits, every floating input cast)."""
+    """F.scaled_dot_product_attention as CUDA's memory-efficient kernel runs it. The caller has
+    applied autocast's casts (ATen/autocast_mode.h lists scaled_dot_product_attention among the
+    lower-precision ops: every floating input but fp64 cast, the mask too, nothing cached)."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     if isinstance(attn_mask, torch.Tensor) and attn_mask.dtype == torch.bool:
         attn_mask = torch.zeros_like(attn_mask, dtype=q.dtype).masked_fill(
