@@ -98,7 +98,9 @@ def _detection_job(tv, name, kw, scn):
             raise VramplanError(f"torchvision {name}: detection keeps data-dependent numbers of "
                                 "proposals (NMS), which fake tensors cannot hold; trace it "
                                 "with mode 'cpu' at a small size")
-        model = tv.models.get_model(name, weights=None, **kw)
+        with torch.random.fork_rng(devices=[]):   # the same weights every run: they decide
+            torch.manual_seed(0)                   # which proposals survive NMS, so the bytes
+            model = tv.models.get_model(name, weights=None, **kw)
         g = torch.Generator().manual_seed(0)
         xy = torch.rand(b, n, 2, generator=g) * torch.tensor([w / 2, h / 2])
         wh = 16 + torch.rand(b, n, 2, generator=g) * torch.tensor([w / 2 - 16, h / 2 - 16])
