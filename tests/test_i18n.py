@@ -264,12 +264,6 @@ def allowed_names(db) -> set[str]:
     return names
 
 
-@pytest.fixture(scope="module")
-def db():
-    from vramplan.hardware import default_db
-    return default_db()
-
-
 def _untranslated(app, names) -> dict[str, list[str]]:
     out = {}
     for s in visible_strings(app):
