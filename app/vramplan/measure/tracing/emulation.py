@@ -17,6 +17,8 @@ torch 2.13); each is emulated by rewriting one call in a TorchFunctionMode:
    fp32; CPU autocast does neither. Emulated inside an active CPU autocast region.
 4. Optimizers default to `foreach` on CUDA (whole-list temporaries, e.g. a copy of every
    `exp_avg_sq` in Adam), to a per-tensor loop on CPU; see `optimizer_kwargs`.
+5. torchvision's `roi_align`: without its C++ ops it runs a Python fallback that keeps every
+   bilinear sample for backward; CUDA's kernel keeps the rois only (`roi_align.py`).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .roi_align import Patched as RoIAlignPatched
 from .sdpa import mem_efficient_sdpa, needs_mem_efficient
 
 LOW = (torch.float16, torch.bfloat16)
@@ -59,6 +62,17 @@ class CudaKernels(TorchFunctionMode):
 
     def _count(self, what):
         self.rewrites[what] = self.rewrites.get(what, 0) + 1
+
+    def __enter__(self):
+        # torchvision's roi_align is Python, not a torch function: swapped while active
+        self._roi_align = RoIAlignPatched(self._count).__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        try:
+            return super().__exit__(*exc)
+        finally:
+            self._roi_align.__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})

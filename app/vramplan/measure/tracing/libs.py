@@ -6,7 +6,8 @@ fails at its unguarded `register_fake("torchvision::nms")`. transformers, timm a
 import torchvision when it is installed, so they fail with it. `ensure_torchvision` declares
 the two op schemas that registration needs, so that the pure-Python parts (models, transforms)
 import, and gives `nms` a CPU kernel in Python (for detection traced on real CPU tensors);
-`roi_align` and the other ops take torchvision's own Python fallbacks.
+`roi_align` and the other ops take torchvision's own Python fallbacks (under `--kernels cuda`
+`roi_align` takes `roi_align.py`'s emulation of the CUDA kernel instead).
 """
 from __future__ import annotations
 
