@@ -83,3 +83,24 @@ def test_torchvision_roi_align_takes_the_cuda_path_and_agrees():
     assert not getattr(mod._roi_align, "vramplan_cuda", False)   # restored
     assert counts == {"roi_align->cuda": 1}
     assert torch.allclose(out, ref, atol=1e-5) and torch.allclose(g, gref, atol=1e-5)
+
+
+def test_no_input_gradient_allocates_nothing_in_backward():
+    """A frozen input (a frozen backbone's features) while something else asks for gradients
+    (here the rois): backward runs and makes no input-sized buffer."""
+    made = []
+    x = torch.randn(2, 3, 16, 16)                              # requires no grad
+    rois = _rois(8).requires_grad_(True)
+    out = RoIAlign.apply(x, rois, 1.0, 7, 7, 2, False, box_mean)
+    real_zeros = torch.Tensor.new_zeros
+
+    def counting(self, *a, **k):
+        made.append(a)
+        return real_zeros(self, *a, **k)
+
+    torch.Tensor.new_zeros = counting
+    try:
+        out.sum().backward()
+    finally:
+        torch.Tensor.new_zeros = real_zeros
+    assert rois.grad is None and not made

@@ -105,7 +105,6 @@ class CudaKernels(TorchFunctionMode):
                         return func(*_to32(args), **{k: _to32(v) for k, v in kwargs.items()})
         return func(*args, **kwargs)
 
-
     def _sdpa(self, func, args, kwargs):
         call = dict(zip(_SDPA_ARGS, args), **kwargs)
         if call.get("dropout_p", 0.0) > 0:

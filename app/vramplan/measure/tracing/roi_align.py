@@ -44,9 +44,9 @@ class RoIAlign(torch.autograd.Function):
     def backward(ctx, grad):
         rois, = ctx.saved_tensors
         shape, scale, ph, pw, ratio, aligned, fallback = ctx.call
-        grad_input = grad.new_zeros(shape)
-        if not ctx.needs_input_grad[0]:
+        if not ctx.needs_input_grad[0]:     # no gradient to make (nothing allocated)
             return (None,) * 8
+        grad_input = grad.new_zeros(shape)
         zero = grad.new_zeros(shape).requires_grad_(True)
         with torch.enable_grad():
             for i in range(0, rois.shape[0], CHUNK):
