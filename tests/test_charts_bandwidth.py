@@ -85,9 +85,12 @@ def test_roofline_rows_by_hand():
     assert (own["peak_tflops"], own["throughput_key"]) == (100.0, "fp16")
     # the physics' own bound wins; bf16 missing falls back to fp16; fp8 unknown: no ceiling
     assert charts.roofline_rows(dict(BW, bound="compute"), DEV)["point"][0]["bound"] == "compute"
-    no_bf16 = dict(DEV, throughput_tflops_dense={"fp16": 100.0})
-    assert charts.compute_ceiling(no_bf16, "bf16") == ("fp16", 100.0)
-    assert charts.compute_ceiling(DEV, "fp8") == (None, None)
+    # the estimate's fallbacks (hardware.capabilities.RATE_FALLBACK): bf16 without a figure runs
+    # at the fp32 rate, fp8 on a GPU without it at bf16; no figure at all: no ceiling
+    no_bf16 = dict(DEV, throughput_tflops_dense={"fp16": 100.0, "fp32": 14.0})
+    assert charts.compute_ceiling(no_bf16, "bf16") == ("fp32", 14.0)
+    assert charts.compute_ceiling(DEV, "fp8") == ("bf16", 312.0)
+    assert charts.compute_ceiling(dict(DEV, throughput_tflops_dense={}), "fp8") == (None, None)
     assert charts.arithmetic_intensity({"arithmetic_intensity": 7.5}) == 7.5
 
 
@@ -109,8 +112,8 @@ def test_roofline_chart_spec_is_log_log_with_both_ceilings():
     lo, hi = x["scale"]["domain"]
     assert lo < 200 < hi and y["scale"]["domain"][0] > 0
     # no figure for fp8 on this GPU, no FLOP count: only the memory roof, said in the subtitle
-    bare = charts.roofline_chart({"achievable_bandwidth_gbs": 1000.0}, DEV,
-                                 precision="fp8").to_dict()
+    bare = charts.roofline_chart({"achievable_bandwidth_gbs": 1000.0},
+                                 dict(DEV, throughput_tflops_dense={}), precision="fp8").to_dict()
     assert "no dense fp8 figure" in bare["title"]["subtitle"]
     assert "point is not drawn" in bare["title"]["subtitle"]
     assert not layers(bare, "point")
@@ -179,3 +182,22 @@ def test_hierarchy_chart_spec():
     colors = dict(zip(bars["encoding"]["color"]["scale"]["domain"],
                       bars["encoding"]["color"]["scale"]["range"]))
     assert colors == {"on-chip": theme.OKABE_ITO["orange"], "device": theme.CHOSEN_COLOR}
+
+
+def test_roofline_ceiling_is_the_estimates_rate_for_an_int8_plan():
+    """One precision -> compute-rate table: an int8 (weight-only) plan on an H100 is timed by the
+    estimate at the fp16 dense rate, 989.4 TFLOPS (hwdb), and the roofline draws the same
+    ceiling; before, the chart's own table mapped int8 -> int8 and drew 1978.9 TOPS."""
+    from vramplan.estimate import estimate
+    from vramplan.hardware import get_gpu
+    from vramplan.scenario import Scenario
+    gpu = get_gpu("nvidia-h100-sxm5-80gb")
+    sc = Scenario.from_dict({"model": "meta-llama/Meta-Llama-3-8B", "task": "generate",
+                             "precision": "int8", "batch_size": 8, "seq_len": 2048})
+    est = estimate(sc, gpu)
+    assert est.bandwidth["peak_tflops"] == gpu.throughput["fp16"] == 989.4
+    for precision in ("int8", None):   # the page passes the scenario precision
+        r = charts.roofline_rows(est.to_dict(), gpu.to_dict(), precision)
+        assert (r["throughput_key"], r["peak_tflops"]) == ("fp16", 989.4)
+    spec = charts.roofline_chart(est.to_dict(), gpu.to_dict(), precision="int8").to_dict()
+    assert "compute roof 989.4 TFLOPS dense fp16" in spec["title"]["subtitle"]

@@ -28,30 +28,13 @@ step floor is the memory floor alone and a note says so.
 from __future__ import annotations
 
 from .hardware.capabilities import compute_dtype  # noqa: F401 (the footprints' compute_dtype)
-
-# when the database has no figure for a dtype (or the GPU lacks it): what runs instead
-_FALLBACK = {"fp8": ("bf16", "fp16"), "bf16": ("fp32",), "fp16": ("fp32",), "tf32": ("fp32",),
-             "fp32": ("fp32_matrix",)}
+from .hardware.capabilities import dense_rate
 
 
 def _rate(device, dtype: str) -> tuple[float | None, str]:
-    """(dense TFLOPS, dtype it is for): the dtype itself if the GPU has it, else the fallback."""
-    def get(k):
-        f = getattr(device, "tflops", None)
-        v = f(k) if callable(f) else (getattr(device, "throughput", None) or {}).get(k)
-        sup = getattr(device, "supports", None)
-        cap = {"bf16": "bf16", "fp8": "fp8"}.get(k)
-        if cap and callable(sup) and sup(cap) is False:
-            return None     # a datasheet figure for a type the generation cannot compute
-        return v
-    seen = [dtype]
-    while seen:
-        k = seen.pop(0)
-        v = get(k)
-        if v:
-            return float(v), k
-        seen += list(_FALLBACK.get(k, ()))
-    return None, dtype
+    """(dense TFLOPS, dtype it is for): the one precision -> rate table of
+    `hardware.capabilities` (the roofline chart reads the same)."""
+    return dense_rate(device, dtype)
 
 
 def roofline(bw: dict, device) -> tuple[dict, list[str]]:

@@ -11,18 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..hardware.capabilities import compute_rate
 from ..i18n import gettext
 from . import theme
-
-# scenario precision -> the dense throughput key of the hardware database it computes in
-PRECISION_THROUGHPUT = {
-    "fp32": ("fp32",), "tf32": ("tf32", "fp32"), "fp16": ("fp16",), "fp16-mixed": ("fp16",),
-    "bf16": ("bf16", "fp16"), "bf16-mixed": ("bf16", "fp16"), "fp8": ("fp8",),
-    "int8": ("int8",),
-    # weight-only formats dequantise and compute in 16-bit
-    "int4": ("bf16", "fp16"), "nf4": ("bf16", "fp16"),
-}
-
 
 def bandwidth_of(obj: Any) -> Mapping[str, Any]:
     """The `bandwidth` object of an estimate dict, or the object itself."""
@@ -143,17 +134,12 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
 
 
 def compute_ceiling(device: Any, precision: str | None) -> tuple[str | None, float | None]:
-    """(throughput key, dense TFLOPS) the `precision` computes at on `device` (a Device or its
-    dict); (None, None) when the hardware database has no figure for it."""
-    d = theme.as_dict(device)
-    table = d.get("throughput_tflops_dense") or d.get("throughput") or {}
-    if not isinstance(table, Mapping):
-        table = {}
-    keys = PRECISION_THROUGHPUT.get((precision or "bf16").lower(), ((precision or "").lower(),))
-    for k in keys:
-        if theme.finite(table.get(k)) and table[k] > 0:
-            return k, float(table[k])
-    return None, None
+    """(throughput key, dense TFLOPS) the `precision` (or a throughput key) computes at on
+    `device` (a Device or its dict), from the one precision -> rate table the estimate's timing
+    reads (`hardware.capabilities.compute_rate`); (None, None) when the hardware database has
+    no figure for it."""
+    tflops, key = compute_rate(theme.as_dict(device), precision or "bf16")
+    return (key, tflops) if tflops else (None, None)
 
 
 def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None,

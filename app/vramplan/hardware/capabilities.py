@@ -8,18 +8,60 @@ A device whose generation is unknown (non-NVIDIA, a user entry) gets no warning.
 """
 from __future__ import annotations
 
-# the dense-throughput key (hwdb `throughput`) whose rate a precision's matmuls run at
-_DTYPE = {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "fp16-mixed": "fp16", "bf16": "bf16",
-          "bf16-mixed": "bf16", "fp8": "fp8", "int8": "fp16", "int4": "fp16", "nf4": "fp16"}
+# THE precision -> compute-rate table (the estimate's `vramplan.timing`, the roofline chart and
+# every other reader go through `compute_dtype` / `dense_rate` below): the dense-throughput key
+# (hwdb `throughput`) whose rate a precision's matmuls run at
+COMPUTE_RATE_DTYPE = {
+    "fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "fp16-mixed": "fp16", "bf16": "bf16",
+    "bf16-mixed": "bf16", "fp8": "fp8", "int8": "fp16", "int4": "fp16", "nf4": "fp16"}
+# when the database has no figure for a dtype (or the GPU's generation cannot compute it): what
+# runs instead (bf16 without bf16 tensor cores runs emulated, at the fp32 rate; see plan_warnings)
+RATE_FALLBACK = {"fp8": ("bf16", "fp16"), "bf16": ("fp32",), "fp16": ("fp32",),
+                 "tf32": ("fp32",), "fp32": ("fp32_matrix",)}
+# the throughput keys a generation capability gates
+_GATED = {"bf16": "bf16", "fp8": "fp8"}
 
 
 def compute_dtype(precision: str, options=()) -> str:
     """The throughput key a plan's matmuls use: the 16-bit type of AMP and pure 16-bit plans,
     fp8 for fp8 weights (W8A8) and float8 training, fp16 for weight-only int8/int4/nf4
-    (dequantised into fp16 matmuls, as bitsandbytes / GPTQ loads run)."""
+    (dequantised into fp16 matmuls, as bitsandbytes / GPTQ loads run). A throughput key itself
+    maps to itself."""
     if "float8-linears" in set(options or ()):
         return "fp8"
-    return _DTYPE.get(precision, "bf16")
+    return COMPUTE_RATE_DTYPE.get(str(precision or "").lower(), "bf16")
+
+
+def _throughput(device) -> dict:
+    if isinstance(device, dict):
+        table = device.get("throughput_tflops_dense") or device.get("throughput") or {}
+    else:
+        table = getattr(device, "throughput", None) or {}
+    return dict(table) if isinstance(table, (dict, tuple, list)) else {}
+
+
+def dense_rate(device, dtype: str) -> tuple[float | None, str]:
+    """(dense datasheet TFLOPS, the throughput key it is for) of `dtype` on `device` (a Device,
+    DeviceTraits or Device.to_dict()): the dtype itself where the GPU has a figure and its
+    generation can compute it, else along RATE_FALLBACK; (None, dtype) when none is known."""
+    table = _throughput(device)
+    queue, seen = [dtype], set()
+    while queue:
+        k = queue.pop(0)
+        if k in seen:
+            continue
+        seen.add(k)
+        v = table.get(k)
+        ok = v is not None and isinstance(v, (int, float)) and v == v and v > 0
+        if ok and not (k in _GATED and _supports(device, _GATED[k]) is False):
+            return float(v), k
+        queue += list(RATE_FALLBACK.get(k, ()))
+    return None, dtype
+
+
+def compute_rate(device, precision: str, options=()) -> tuple[float | None, str]:
+    """(dense TFLOPS, throughput key) a plan in `precision` computes at on `device`."""
+    return dense_rate(device, compute_dtype(precision, options))
 
 
 def _supports(device, cap: str):
@@ -28,7 +70,9 @@ def _supports(device, cap: str):
     f = getattr(device, "supports", None)
     if callable(f):
         return f(cap)
-    return (getattr(device, "capabilities", None) or {}).get(cap)
+    caps = device.get("capabilities") if isinstance(device, dict) else getattr(
+        device, "capabilities", None)
+    return dict(caps or {}).get(cap)
 
 
 def _where(device) -> str:
