@@ -36,6 +36,9 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "opt": ("decoder", "opt"), "falcon": ("decoder", "falcon"), "bloom": ("decoder", "bloom"),
     "gpt_neox": ("decoder", "gpt_neox"), "deepseek_v3": ("decoder", "deepseek"),
     "deepseek_v2": ("decoder", "deepseek"),
+    # Kimi K2 ships DeepseekV3ForCausalLM under its own model_type (moonshotai/Kimi-K2-Instruct
+    # config.json: architectures ["DeepseekV3ForCausalLM"], model_type "kimi_k2")
+    "kimi_k2": ("decoder", "deepseek"),
     "bert": ("encoder", "bert"), "roberta": ("encoder", "bert"),
     "t5": ("encoder-decoder", "t5"), "mt5": ("encoder-decoder", "t5"),
 }
@@ -43,7 +46,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
 # HF's PretrainedConfig default is tie_word_embeddings=True; these config classes override it.
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                       "phi3", "phi", "gpt_neox", "deepseek_v3", "deepseek_v2", "granite", "olmo2",
-                      "generic"}
+                      "kimi_k2", "generic"}
 
 # ---- what the kernels depend on ----------------------------------------------------------
 
@@ -242,7 +245,7 @@ def _deepseek(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         moe_ffn=r.int("moe_intermediate_size", default=0, minimum=0),
         shared_experts=r.int("n_shared_experts", default=0, minimum=0),
         first_dense_layers=r.int("first_k_dense_replace", default=0, minimum=0), mla=mla,
-        extra={"router_bias_correction": mt == "deepseek_v3"})
+        extra={"router_bias_correction": mt in ("deepseek_v3", "kimi_k2")})
 
 
 def _gpt2(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
