@@ -3,6 +3,8 @@ the logits buffers), optimizer step; per pipeline stage when the layout has one 
 sharding.py). A mixin of footprint._Ctx, which holds the scenario's shared quantities."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ... import optimizers as opt_mod
 from ... import parallel as par
 from ... import precision as prec_mod
@@ -52,37 +54,26 @@ class Training:
         return fp
 
     def train_stage(self) -> Footprint:
-        sc, a, L = self.sc, self.arch, self.L
-        task = sc.task
+        """One pipeline stage's training step (the only stage without PP): the model states per
+        rank, the saved activations, the phases and the traffic per step."""
+        ms = self._model_states()
+        ac = self._stage_activations(ms.keep)
+        phases = self._train_phases(ms, ac)
+        return self._stage_footprint(ms, ac, phases)
+
+    def _model_states(self) -> SimpleNamespace:
+        """Weights, gradients, optimizer states and the step's temporary per rank: ZeRO shards
+        (parallel.shard_divisors), LoRA's frozen base beside its adapters, offload."""
+        sc, L = self.sc, self.L
         optim = sc.optimizer or "adamw"
-        ga = int(sc.gradient_accumulation or 1)
-        lora = task in ("lora", "qlora")
-        group = L.shard_group
-        div = par.shard_divisors(L.zero, group)
+        lora = sc.task in ("lora", "qlora")
+        div = par.shard_divisors(L.zero, L.shard_group)
         opt_off = "optimizer" in self.off
         par_off = "params" in self.off
-
         pb = prec_mod.param_bytes(self.prec)
-        if lora:
-            fmt = "nf4" if task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
-            base = self.base_weight_bytes(fmt)
-            keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
-            n_train = self._adapter_params(mats)
-            tb = self._adapter_dtype()
-            weights = par.shard(base, div["weights"]) + n_train * tb
-            largest = max(i * o for i, o in mats) if mats else 0
-            self.notes.append("LoRA: frozen base in its precision; adapters, their gradients and "
-                              f"optimizer states in {tb * 8}-bit (torchtune / PEFT<0.12 "
-                              "convention); frozen linears keep no input for backward unless "
-                              "adapted")
-        else:
-            keep = None
-            n_train = self.params_g
-            tb = pb
-            weights = par.shard(pb * n_train, div["weights"])
-            largest = self.largest_param
-        grads_full = par.shard(tb * n_train, div["gradients"])
-        states = par.shard(opt_mod.state_bytes(optim, n_train, tb, self._matrices(lora)),
+        ms = self._trainable(lora, div, pb)
+        grads_full = par.shard(ms.tb * ms.n_train, div["gradients"])
+        states = par.shard(opt_mod.state_bytes(optim, ms.n_train, ms.tb, self._matrices(lora)),
                            div["optimizer_states"])
         paged = optim == "paged-adamw-8bit"
         if opt_off:
@@ -93,6 +84,7 @@ class Training:
                 f"FULL_SHARD with CPUOffload(offload_params=True), or DeepSpeed ZeRO-3 with "
                 f"offload_param / ZeRO-Infinity; one GPU works too: gpus 1, zero 3). With zero "
                 f"{L.zero}, PyTorch DDP / DeepSpeed ZeRO-{L.zero} keep every parameter on the GPU")
+        weights = ms.weights
         if par_off:   # FSDP CPUOffload(offload_params=True): gradients and the step on the CPU
             weights = states = grads_full = 0
         impl = "loop" if self.legacy else "foreach"
@@ -104,10 +96,86 @@ class Training:
         # in backward" tutorial), so a foreach step's temporaries cover one tensor at a time
         step_impl = "loop" if in_bwd and impl == "foreach" else impl
         step_tmp = 0 if (opt_off or par_off) else par.shard(
-            opt_mod.step_temporary_bytes(optim, n_train, tb, largest, step_impl),
+            opt_mod.step_temporary_bytes(optim, ms.n_train, ms.tb, ms.largest, step_impl),
             div["optimizer_states"] if step_impl == "foreach" else 1)
+        ms.__dict__.update(weights=weights, grads_full=grads_full, states=states, paged=paged,
+                           step_tmp=step_tmp, impl=impl, in_bwd=in_bwd, optim=optim, lora=lora,
+                           opt_off=opt_off, par_off=par_off, pb=pb)
+        return ms
 
-        # activations -------------------------------------------------------------------------
+    def _trainable(self, lora: bool, div: dict, pb: int) -> SimpleNamespace:
+        """What trains: the whole stage, or (LoRA / QLoRA) adapters on a frozen base in its
+        storage format. weights per rank, trained parameter count n_train, their bytes tb, the
+        largest trained tensor, `keep` (which frozen linears keep their input), fmt (LoRA)."""
+        sc, a = self.sc, self.arch
+        if not lora:
+            return SimpleNamespace(keep=None, n_train=self.params_g, tb=pb, fmt=None,
+                                   weights=par.shard(pb * self.params_g, div["weights"]),
+                                   largest=self.largest_param)
+        fmt = "nf4" if sc.task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
+        base = self.base_weight_bytes(fmt)
+        keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
+        n_train = self._adapter_params(mats)
+        tb = self._adapter_dtype()
+        self.notes.append("LoRA: frozen base in its precision; adapters, their gradients and "
+                          f"optimizer states in {tb * 8}-bit (torchtune / PEFT<0.12 "
+                          "convention); frozen linears keep no input for backward unless "
+                          "adapted")
+        return SimpleNamespace(keep=keep, n_train=n_train, tb=tb, fmt=fmt,
+                               weights=par.shard(base, div["weights"]) + n_train * tb,
+                               largest=max(i * o for i, o in mats) if mats else 0)
+
+    def _stage_activations(self, keep) -> SimpleNamespace:
+        """The activations this stage keeps at the end of its forwards (every micro-batch in
+        flight), one micro-batch's share, the widest block (backward starts there) and the
+        token counts the head and loss use."""
+        a, L = self.arch, self.L
+        ga = int(self.sc.gradient_accumulation or 1)
+        blk = self._block_coeffs(keep)
+        sbh, sbh_mean = blk.sbh, blk.sbh_mean
+        nl = par.stage_layers(a.total_layers, L.pipeline)
+        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
+        nl_live = nl * inflight
+        # 1F1B with micro-batches <= pp - i: every forward runs before the stage's first
+        # backward, which starts with no gradients (set_to_none); the later ones hold one
+        # micro-batch fewer beside the gradients (Megatron's schedule; tracing/pipeline.py)
+        one_pass = L.pipeline > 1 and 1 < ga <= L.pipeline - self.stage and not self.legacy
+        r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
+        ckpt = self.sc.checkpointing or "none"
+        if ckpt == "full":
+            kept = 0 if "activations" in self.off else nl_live * r * sbh_mean / blk.seq_div
+            acts = kept + blk.layer_full
+        elif ckpt == "selective":
+            acts = nl_live * selective_coeff(a, blk.k) * sbh_mean
+        else:
+            acts = nl_live * blk.layer_mean
+        per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
+        if blk.encdec and self.first and self.last:
+            acts = acts + blk.stacks.edges
+        else:
+            # embedding output (stage 0), final norm input and the (all-gathered) head input
+            sbh0 = blk.T * a.hidden
+            acts = acts + ((r * sbh0 if self.first else 0)
+                           + (r * sbh if self.last else 0)) / blk.seq_div
+            acts = acts + (self.p * sbh if self.last else 0)
+            if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
+                acts = acts + sbh0 / blk.seq_div
+        if blk.encdec:
+            self.notes.append(
+                f"encoder-decoder: encoder blocks at seq_len ({self.s:,} tokens), decoder blocks "
+                f"at target_len ({self.t:,}) with a cross-attention block each (q at target_len, "
+                "each layer's k and v projected from the encoder output at seq_len); the LM "
+                "head, logits and loss at target_len")
+        blk.__dict__.update(acts=acts, per_mb=per_mb, ckpt=ckpt, one_pass=one_pass, ga=ga,
+                            bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
+                            logits=self.logits_peak(blk.Td, True) if self.last else 0)
+        return blk
+
+    def _block_coeffs(self, keep) -> SimpleNamespace:
+        """Saved bytes of one block per rank (activations.layer_coeffs split by TP / SP in
+        sharding.tp_layer; the eager score term over CP), the stage's mean block (encoder-
+        decoder: encoder blocks at seq_len, decoder blocks at target_len) and the last one."""
+        a, L = self.arch, self.L
         k = self.kernels(True)
         self._kernel_notes(k)
         T = self.tokens()
@@ -122,6 +190,7 @@ class Training:
         layer_mean, sbh_mean = layer_full, sbh   # a block of this stage, on average
         encdec = a.kind == "encoder-decoder"
         Td = self.tokens(self.t)
+        st = None
         if encdec:   # encoder blocks at seq_len, decoder blocks at target_len (encdec.py)
             st = encdec_mod.train_stacks(self, k, keep, c, sc_coef, tp, sp)
             Le, Ld = a.layers, a.decoder_layers
@@ -129,48 +198,28 @@ class Training:
             sbh_mean = (Le * T + Ld * Td) * a.hidden / (Le + Ld)
             layer_full = st.dec_layer   # the last block: backward starts there
             sbh = Td * a.hidden         # the head, the loss and the last block's backward
-        nl = par.stage_layers(a.total_layers, L.pipeline)
-        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
-        nl_live = nl * inflight
-        # 1F1B with micro-batches <= pp - i: every forward runs before the stage's first
-        # backward, which starts with no gradients (set_to_none); the later ones hold one
-        # micro-batch fewer beside the gradients (Megatron's schedule; tracing/pipeline.py)
-        one_pass = L.pipeline > 1 and 1 < ga <= L.pipeline - self.stage and not self.legacy
-        r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
-        ckpt = sc.checkpointing or "none"
-        if ckpt == "full":
-            kept = 0 if "activations" in self.off else nl_live * r * sbh_mean / seq_div
-            acts = kept + layer_full
-        elif ckpt == "selective":
-            acts = nl_live * selective_coeff(a, k) * sbh_mean
-        else:
-            acts = nl_live * layer_mean
-        per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
-        if encdec and self.first and self.last:
-            acts = acts + st.edges
-        else:
-            # embedding output (stage 0), final norm input and the (all-gathered) head input
-            sbh0 = T * a.hidden
-            acts = acts + ((r * sbh0 if self.first else 0) + (r * sbh if self.last else 0)) / seq_div
-            acts = acts + (self.p * sbh if self.last else 0)
-            if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
-                acts = acts + sbh0 / seq_div
-        if encdec:
-            self.notes.append(
-                f"encoder-decoder: encoder blocks at seq_len ({self.s:,} tokens), decoder blocks "
-                f"at target_len ({self.t:,}) with a cross-attention block each (q at target_len, "
-                "each layer's k and v projected from the encoder output at seq_len); the LM "
-                "head, logits and loss at target_len")
-        # one block's backward: gradients of its widest tensors
-        ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
-        kv_len = max(self.s, self.t) if encdec else self.s   # the decoder's widest scores
-        bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
-            2 * self.p * self.b * a.heads * self.t * kv_len / tp if k.attention == "eager" else 0)
-        if sp:   # the all-gathered full-sequence input of a column-parallel linear
-            bwd_tmp += self.p * sbh
-        bwd_tmp += sharding.ring_buffers(a, self.p, T, tp, L.context)
-        logits = self.logits_peak(Td, True) if self.last else 0
+        return SimpleNamespace(k=k, T=T, Td=Td, sbh=sbh, sbh_mean=sbh_mean, tp=tp, sp=sp,
+                               seq_div=seq_div, layer_full=layer_full, layer_mean=layer_mean,
+                               encdec=encdec, stacks=st)
 
+    def _block_backward(self, blk) -> float:
+        """One block's backward temporaries: gradients of its widest tensors (split by TP), the
+        all-gathered input of a column-parallel linear with SP, CP's ring buffers."""
+        a, tp, sbh = self.arch, blk.tp, blk.sbh
+        ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
+        kv_len = max(self.s, self.t) if blk.encdec else self.s   # the decoder's widest scores
+        bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
+            2 * self.p * self.b * a.heads * self.t * kv_len / tp
+            if blk.k.attention == "eager" else 0)
+        if blk.sp:   # the all-gathered full-sequence input of a column-parallel linear
+            bwd_tmp += self.p * sbh
+        bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
+        return bwd_tmp
+
+    def _train_phases(self, ms, ac) -> dict:
+        """forward end, backward start (the loss's backward and one block's), the later
+        backwards of a one-pass 1F1B stage, the optimizer step (or the end of backward)."""
+        a, L, lora = self.arch, self.L, ms.lora
         # autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
         # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead
         cast_cache = 0
@@ -178,58 +227,68 @@ class Training:
             # LoRA on a full-precision base: autocast caches no cast of a frozen weight, but
             # each frozen linear saves its own 16-bit weight cast for the input gradient (traced:
             # transformers T5 + tracing/lora.py, one 16-bit copy per block linear)
-            frozen_cast = lora and task == "lora" and not prec_mod.is_quantized(self.prec)
+            frozen_cast = lora and self.sc.task == "lora" and not prec_mod.is_quantized(self.prec)
             cast_cache = 2 * self.blocks_g if (not lora or frozen_cast) else 0
-        fsdp_ws = fsdp_root = 0
-        if L.zero >= 3 and (group > 1 or par_off):
-            cb = 2 if (self.mixed or self.p == 2) else 4
-            fsdp_ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if lora else pb)
-            fsdp_root = self.embed_g * cb   # the root unit (head / embedding) stays gathered
-            fsdp_ws += fsdp_root
-        persist = ga > 1 or self.legacy
-        grads_at_bwd = grads_full if persist and not one_pass else 0
-        if in_bwd:
-            grads_at_bwd = 0
+        fsdp_ws, fsdp_root = self._fsdp_working_set(ms)
+        persist = ac.ga > 1 or self.legacy
+        grads_at_bwd = ms.grads_full if persist and not ac.one_pass else 0
         held_grad = 0
-        if in_bwd:
+        if ms.in_bwd:
+            grads_at_bwd = 0
             # a tied embedding's gradient accumulates from the head and the input embedding, so
             # it is held through the whole backward before its update can run
-            held_grad = tb * (self.embed_g if a.tied_embeddings and not lora else largest)
-        ckpt_cache = cast_cache if ckpt != "full" else 0
+            held_grad = ms.tb * (self.embed_g if a.tied_embeddings and not lora else ms.largest)
+        ckpt_cache = cast_cache if ac.ckpt != "full" else 0
         # full checkpointing: the loss's and the head's backward run before the last block is
         # recomputed (torch.utils.checkpoint unpacks a block's saved tensors when its backward
         # starts), so the recomputed block and its gradients come after the loss buffers are gone
-        recomputed = layer_full if ckpt == "full" else 0
-        bwd_block = bwd_tmp + recomputed
-        head_grad, bwd_extra = self._head_grad(Td, tb, logits, bwd_block, lora,
-                                               persist or in_bwd or L.zero >= 2)
-        bwd_acts = acts - recomputed + bwd_extra
-        fwd_end = {"weights": weights, "gradients": grads_at_bwd + held_grad,
-                   "optimizer_states": states, "activations": to_int(acts),
+        recomputed = ac.layer_full if ac.ckpt == "full" else 0
+        bwd_block = ac.bwd_tmp + recomputed
+        head_grad, bwd_extra = self._head_grad(ac.Td, ms.tb, ac.logits, bwd_block, lora,
+                                               persist or ms.in_bwd or L.zero >= 2)
+        bwd_acts = ac.acts - recomputed + bwd_extra
+        w, st = ms.weights, ms.states
+        fwd_end = {"weights": w, "gradients": grads_at_bwd + held_grad,
+                   "optimizer_states": st, "activations": to_int(ac.acts),
                    "temporary": cast_cache + fsdp_ws}
         # FSDP: the loss's backward runs before any block's, beside the gathered root unit only
         # (FSDP2 unshards a block in its pre-backward); a block's backward adds its gathered
         # unit, the prefetched one and its unsharded gradients (tracing/plan.py, 2-D trace)
         bwd_fsdp = fsdp_root + vmax(0, bwd_block + fsdp_ws - fsdp_root - bwd_extra)
-        bwd = {"weights": weights, "gradients": grads_at_bwd + held_grad + head_grad,
-               "optimizer_states": states,
-               "activations": to_int(bwd_acts),
+        bwd = {"weights": w, "gradients": grads_at_bwd + held_grad + head_grad,
+               "optimizer_states": st, "activations": to_int(bwd_acts),
                "temporary": ckpt_cache + bwd_fsdp}
         phases = {"forward": fwd_end, "backward": bwd}
-        if one_pass:
-            phases["backward-later"] = dict(bwd, gradients=grads_full + held_grad,
-                                            activations=to_int(bwd_acts - per_mb))
-        if not in_bwd and optim != "none":
-            phases["optimizer-step"] = {"weights": weights, "gradients": grads_full,
-                                        "optimizer_states": states, "temporary": step_tmp}
+        if ac.one_pass:
+            phases["backward-later"] = dict(bwd, gradients=ms.grads_full + held_grad,
+                                            activations=to_int(bwd_acts - ac.per_mb))
+        if not ms.in_bwd and ms.optim != "none":
+            phases["optimizer-step"] = {"weights": w, "gradients": ms.grads_full,
+                                        "optimizer_states": st, "temporary": ms.step_tmp}
         else:
-            phases["backward-end"] = {"weights": weights,
-                                      "gradients": grads_full if not in_bwd else held_grad,
-                                      "optimizer_states": states,
-                                      "temporary": fsdp_ws + (step_tmp if in_bwd else 0)}
+            phases["backward-end"] = {"weights": w,
+                                      "gradients": ms.grads_full if not ms.in_bwd else held_grad,
+                                      "optimizer_states": st,
+                                      "temporary": fsdp_ws + (ms.step_tmp if ms.in_bwd else 0)}
+        ms.persist = persist
+        return phases
+
+    def _fsdp_working_set(self, ms) -> tuple[int, int]:
+        """ZeRO-3 / FSDP: (the gathered units live in a block's backward, the root unit, head /
+        embedding, that stays gathered); (0, 0) without parameter sharding."""
+        if not (self.L.zero >= 3 and (self.L.shard_group > 1 or ms.par_off)):
+            return 0, 0
+        cb = 2 if (self.mixed or self.p == 2) else 4
+        ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if ms.lora else ms.pb)
+        root = self.embed_g * cb
+        return ws + root, root
+
+    def _stage_footprint(self, ms, ac, phases) -> Footprint:
+        """The peak over the phases, the stage's notes, paged states outside the allocator and
+        the bytes / FLOPs per step."""
         peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
-        self._train_notes(optim, impl, persist, paged, lora)
-        if par_off:
+        self._train_notes(ms.optim, ms.impl, ms.persist, ms.paged, ms.lora)
+        if ms.par_off:
             self.notes.append("offload 'params' with ZeRO-3: FSDP CPUOffload(offload_params="
                               "True) (DeepSpeed ZeRO-Infinity with offload_param and "
                               "offload_optimizer alike): parameters, their gradients and the "
@@ -238,30 +297,37 @@ class Training:
                               "being computed, one prefetched and the unit's unsharded gradients "
                               "before they go to the CPU (temporary)")
         # the largest tensor live at the peak: after backward only parameter-sized ones remain
-        big = where(isin(peak, ("optimizer-step", "backward-end")), largest * tb,
-                    vmax(where(logits, logits / 3, 0), layer_full / 8, largest * tb))
+        big = where(isin(peak, ("optimizer-step", "backward-end")), ms.largest * ms.tb,
+                    vmax(where(ac.logits, ac.logits / 3, 0), ac.layer_full / 8,
+                         ms.largest * ms.tb))
         fp = self._fp(comps, peak, phases, to_int(big))
-        if paged and not opt_off:  # bitsandbytes paged states live in CUDA unified memory
+        if ms.paged and not ms.opt_off:  # bitsandbytes paged states live in CUDA unified memory
             for ph in phases.values():
                 ph["optimizer_states"] = 0
             fp.components["optimizer_states"] = 0
-            fp.extra_device_bytes["paged_optimizer_states"] = states
+            fp.extra_device_bytes["paged_optimizer_states"] = ms.states
+        fp.bandwidth = self._train_traffic(ms, ac)
+        return fp
+
+    def _train_traffic(self, ms, ac) -> dict:
+        """Bytes, tokens and FLOPs per optimizer step (timing's roofline)."""
+        ga, L = ac.ga, self.L
         # each forward / backward pass reads the weights it computes with: under ZeRO-3 the
         # all-gathered 16-bit units (the whole stage passes through the working set)
-        w_pass = weights
-        if L.zero >= 3 and (group > 1 or par_off):
+        w_pass = ms.weights
+        if L.zero >= 3 and (L.shard_group > 1 or ms.par_off):
             cb = 2 if (self.mixed or self.p == 2) else 4
-            w_pass = self.base_weight_bytes(fmt) if lora else self.params_g * cb
-        steps_bytes = (w_pass * (3 if ckpt == "full" else 2) + 2 * grads_full) * ga \
-            + 2 * (states + weights + grads_full) + 2 * to_int(acts) * ga
-        fp.bandwidth = {"bytes_per_step": to_int(steps_bytes), "tokens_per_step": T * ga,
-                        "flops_per_step": traffic.train_flops(self, self.b * self.s * ga, lora,
-                                                              ckpt),
-                        "compute_dtype": compute_dtype(self.prec, self.opts)}
-        if par_off:
-            fp.bandwidth["host_link_bytes_per_step"] = int(
-                2 * self.params_g * pb / max(1, group))   # each shard in, forward and backward
-        return fp
+            w_pass = self.base_weight_bytes(ms.fmt) if ms.lora else self.params_g * cb
+        steps_bytes = (w_pass * (3 if ac.ckpt == "full" else 2) + 2 * ms.grads_full) * ga \
+            + 2 * (ms.states + ms.weights + ms.grads_full) + 2 * to_int(ac.acts) * ga
+        bw = {"bytes_per_step": to_int(steps_bytes), "tokens_per_step": ac.T * ga,
+              "flops_per_step": traffic.train_flops(self, self.b * self.s * ga, ms.lora,
+                                                    ac.ckpt),
+              "compute_dtype": compute_dtype(self.prec, self.opts)}
+        if ms.par_off:
+            bw["host_link_bytes_per_step"] = int(
+                2 * self.params_g * ms.pb / max(1, L.shard_group))   # each shard in, fwd and bwd
+        return bw
 
     def _head_grad(self, T, tb, logits, bwd_tmp, lora, held_elsewhere) -> tuple[int, float]:
         """(the output projection's weight gradient at the backward peak, the activation bytes
