@@ -98,7 +98,10 @@ def test_serve_links_batch_and_length_to_the_engine():
 def test_learned_positions_cap_seq_len():
     f = _by_key({"model": "gpt2"})
     assert f["seq_len"].max == 1024 and f["seq_len"].default == 1024
-    assert _by_key({"model": LLAMA31})["seq_len"].max == 1 << 30
+    # rope models end at their positions too (issue 20.8): Llama 3.1's max_position_embeddings
+    # 131072 (rope_type llama3 counts its factor 8 already); a size-only decoder states none
+    assert _by_key({"model": LLAMA31})["seq_len"].max == 131072
+    assert _by_key({"architecture": {"params": 7e9}})["seq_len"].max == 1 << 30
 
 
 def test_encoder_decoder_target_len():

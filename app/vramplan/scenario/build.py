@@ -17,7 +17,8 @@ from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
 from .keys import BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, key, sub_names
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
-from .rules import (default_precision, default_task, max_positions, model_given, precisions_for, supported_tasks,
+from .rules import (default_precision, default_task, max_positions, model_given,
+                    position_limit, positions_error, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
 __all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "read_parallel",
@@ -214,12 +215,11 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     if (family == "encoder-decoder" and f["target_len"] is None
             and task in TRAINING_TASKS + ("forward",)):
         f["target_len"] = f["seq_len"]
-    if family in TRANSFORMER_FAMILIES and spec.arch.learned_positions and f["seq_len"]:
-        total = f["seq_len"] + (f["new_tokens"] or 0)
-        if total > maxpos:
-            what = "seq_len + new_tokens" if f["new_tokens"] else "seq_len"
-            raise ScenarioError("seq_len", f"{what} = {total} exceeds the {maxpos} positions "
-                                           f"'{spec.id}' has (learned position embeddings)")
+    if family in TRANSFORMER_FAMILIES and f["seq_len"]:
+        what = "seq_len + new_tokens" if f["new_tokens"] else "seq_len"
+        err = positions_error(spec, f["seq_len"] + (f["new_tokens"] or 0), what)
+        if err is not None:
+            raise err
 
     f["precision"] = read_precision(d["precision"], task, defaults["precision"]) \
         if d.get("precision") is not None else defaults["precision"]
@@ -247,7 +247,13 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         if f["seq_len"] > serving.max_model_len:
             raise ScenarioError("seq_len", f"{f['seq_len']} exceeds serving.max_model_len "
                                            f"{serving.max_model_len}")
+        err = positions_error(spec, serving.max_model_len, "seq_len" if given_sl and
+                              serving.max_model_len == f["seq_len"]
+                              else "serving.max_model_len")
+        if err is not None:
+            raise err
         f["serving"] = serving
+    f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
     f["gpu"] = gpu
 
     extra = {k.name: k.read(d[k.name]) for k in EXTRA if d.get(k.name) is not None}
@@ -273,8 +279,9 @@ def _takes(name: str, value: Any, task: str, spec) -> bool:
     if name == "precision":
         base = value if isinstance(value, str) else (value or {}).get("default")
         return base is None or base in precisions_for(task)
-    if name == "seq_len" and family in TRANSFORMER_FAMILIES and spec.arch.learned_positions:
-        return isinstance(value, int) and value <= spec.arch.max_positions
+    if name == "seq_len" and family in TRANSFORMER_FAMILIES:
+        lim = position_limit(spec)
+        return lim is None or (isinstance(value, int) and value <= lim[0])
     return True
 
 

@@ -28,7 +28,7 @@ from .model import Scenario
 from .resolve import resolve_gpu
 from .schema import Key
 from .rules import (default_task, max_positions, model_given, offload_choices, option_choices,
-                    precisions_for, supported_tasks, task_defaults)
+                    position_limit, precisions_for, supported_tasks, task_defaults)
 
 __all__ = ["Field", "fields", "check", "normalise", "fold"]
 
@@ -151,8 +151,9 @@ class _Draft:
 
     def bounds(self, k: Key) -> tuple:
         hi = k.hi
-        if k.name == "seq_len" and self.spec is not None and self.spec.arch.learned_positions:
-            hi = self.maxpos
+        lim = position_limit(self.spec) if k.name == "seq_len" else None
+        if lim is not None:
+            hi = lim[0]
         return k.lo, hi
 
 

@@ -218,10 +218,85 @@ def model_given(task: str, spec) -> dict:
 
 
 def max_positions(spec) -> int | None:
-    """A transformer's positions (the cap of the default seq_len); None for other models."""
+    """A transformer's positions (the cap of the default seq_len, serve's default
+    max_model_len): the limit of `position_limit` where the config states one, else the
+    architecture's (a size-only decoder's 4096); None for other models."""
     if spec is None or spec.family not in TRANSFORMER_FAMILIES:
         return None
-    return spec.arch.max_positions
+    lim = position_limit(spec)
+    return lim[0] if lim is not None else spec.arch.max_positions
+
+
+# the config keys a model's positions are read from (vLLM's `possible_keys`, those our
+# configs carry); without one the limit is unknown and nothing is refused
+_POSITION_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_seq_len",
+                  "max_sequence_length")
+# position schemes without a table or a trained rotary range, so no limit is refused: T5's
+# relative-position buckets (transformers T5Attention._relative_position_bucket: every distance
+# past max_distance shares the last bucket) and ALiBi's linear biases (BLOOM, MPT, Falcon with
+# `alibi`; Press et al. 2022, arXiv:2108.12409, extrapolate past the trained length)
+_UNBOUNDED_POSITIONS = ("t5", "mt5", "umt5", "bloom", "mpt")
+# rope types whose max_position_embeddings already counts the scaling (vLLM skips the factor)
+_ROPE_PRESCALED = ("su", "longrope", "llama3")
+
+
+def _rope_scaling(config: dict) -> dict | None:
+    for c in (config, config.get("text_config")):
+        if isinstance(c, dict):
+            rs = c.get("rope_scaling") or c.get("rope_parameters")
+            if isinstance(rs, dict):
+                return rs
+    return None
+
+
+def position_limit(spec) -> tuple[int, str] | None:
+    """(the most tokens a sequence of this transformer may hold, how that was derived), or
+    None when the model states no positions (a size-only decoder, a config without any
+    position key): the rule vLLM applies to `max_model_len` (vllm/config/model.py
+    `_get_and_verify_max_len`, vllm-project/vllm@18ec6629): the config's positions; with
+    `rope_scaling`, times its `factor` unless the rope type already counts it (llama3, su,
+    longrope: Llama 3.1's max_position_embeddings 131072 = 8192 x 8 already); yarn from
+    `original_max_position_embeddings` x factor; Gemma 3's positions are already scaled.
+    Learned position embeddings (GPT-2, OPT, BERT) end at their table; relative buckets (T5)
+    and ALiBi (BLOOM, MPT) have no limit to refuse."""
+    if spec is None or spec.family not in TRANSFORMER_FAMILIES:
+        return None
+    a = spec.arch
+    base = int(a.max_positions)
+    if a.learned_positions:
+        return base, "learned position embeddings"
+    config = spec.config if isinstance(spec.config, dict) else {}
+    if a.model_type in _UNBOUNDED_POSITIONS or config.get("alibi") is True:
+        return None
+    scope = [config] + ([config["text_config"]] if isinstance(config.get("text_config"), dict)
+                        else [])
+    if not any(k in c for c in scope for k in _POSITION_KEYS):
+        return None
+    rs = _rope_scaling(config)
+    rtype = str((rs or {}).get("rope_type") or (rs or {}).get("type") or "default")
+    factor = (rs or {}).get("factor")
+    if (rs is None or rtype in _ROPE_PRESCALED or "gemma3" in str(a.model_type)
+            or not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor < 1):
+        how = f"max_position_embeddings {base}"
+        return base, how + (f"; rope_scaling {rtype} already counted" if rs else "")
+    orig = rs.get("original_max_position_embeddings")
+    if rtype == "yarn" and isinstance(orig, int) and orig > 0:
+        return int(orig * factor), (f"original_max_position_embeddings {orig} x yarn "
+                                    f"rope_scaling factor {factor:g}")
+    return int(base * factor), f"{base} positions x {rtype} rope_scaling factor {factor:g}"
+
+
+def positions_error(spec, total: int, what: str = "seq_len"):
+    """A ScenarioError naming `seq_len` (or the key given) when `total` tokens exceed the
+    model's positions (`position_limit`); None when they fit or the limit is unknown."""
+    from ..errors import ScenarioError
+    lim = position_limit(spec)
+    if lim is None or total <= lim[0]:
+        return None
+    limit, how = lim
+    key = what.split(" ")[0] if what.startswith("serving.") else "seq_len"
+    return ScenarioError(key, f"{what} = {total} exceeds the {limit} positions "
+                              f"'{spec.id}' has ({how})")
 
 
 # ---- what a model supports (public: `vramplan.scenario.valid_tasks` / `model_defaults`) -----
