@@ -141,7 +141,7 @@ def test_breakdown_chart_spec_has_bars_and_the_usable_line():
     spec2 = charts.breakdown_chart(big, 24 * GiB, fits=False).to_dict()
     assert spec2["layer"][0]["encoding"]["x"]["scale"]["domain"][1] > \
         sum(big.values()) / GiB
-    assert spec2["layer"][2]["mark"]["color"] == "#b42318"
+    assert spec2["layer"][2]["mark"]["color"] == charts.theme.NO_FIT_COLOR
 
 
 def test_breakdown_chart_from_a_real_estimate():

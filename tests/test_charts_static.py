@@ -1,6 +1,7 @@
 """The breakdown bar as plain SVG (the page's first chart, drawn before altair loads)."""
 import re
 
+from vramplan.charts import theme
 from vramplan.charts.breakdown_svg import PLOT_LEFT, PLOT_RIGHT, breakdown_svg
 
 GIB = 2 ** 30
@@ -9,7 +10,7 @@ GIB = 2 ** 30
 def _rects(svg):
     return [(float(x), float(w), fill) for x, w, fill in
             re.findall(r"<rect x='([\d.]+)' y='[\d.]+' width='([\d.]+)' height='[\d.]+' "
-                       r"fill='(#[0-9a-f]{6})'", svg)]
+                       r"fill='(#[0-9a-fA-F]{6})'", svg)]
 
 
 def test_segments_are_to_scale_against_the_usable_line():
@@ -19,7 +20,8 @@ def test_segments_are_to_scale_against_the_usable_line():
                         gpu_name="H100", fits=True, width=640)
     plot = 640 - PLOT_LEFT - PLOT_RIGHT
     (x0, w0, c0), (x1, w1, c1) = _rects(svg)
-    assert (c0, c1) == ("#2563eb", "#f59e0b")          # weights blue, activations amber
+    assert (c0, c1) == ("#0072B2", "#E69F00")          # weights blue, activations orange
+    assert (c0, c1) == (theme.component_color("weights"), theme.component_color("activations"))
     assert abs(w0 - plot * 16 / 83.2) < 0.02 and abs(w1 - plot * 24 / 83.2) < 0.02
     assert abs(x1 - (x0 + w0)) < 0.02                  # stacked, no gap
     xu = float(re.search(r"class='vp-usable' x1='([\d.]+)'", svg).group(1))
@@ -34,7 +36,7 @@ def test_a_plan_that_does_not_fit_overshoots_in_red_and_speaks_chinese():
     (_, w, _), = _rects(svg)
     plot = 640 - PLOT_LEFT - PLOT_RIGHT
     assert abs(w - plot / 1.04) < 0.02                 # the bar is the whole axis' extent
-    assert "stroke='#b42318'" in svg                   # the usable line in red
+    assert f"stroke='{theme.NO_FIT_COLOR}'" in svg      # the usable line in vermillion
     assert "GiB per GPU" not in svg                    # the axis title is translated
     assert svg.startswith("<svg") and svg.endswith("</svg>") and "<script" not in svg
 

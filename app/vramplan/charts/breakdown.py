@@ -5,21 +5,14 @@ from typing import Any, Mapping
 
 from ..i18n import gettext
 from ..units import GiB, format_bytes
+from . import theme
 
 # ---------------------------------------------------------------- memory at the peak
-# One colour per component (the domain's names, DESIGN.md). Model states in cool hues,
-# per-batch memory in warm ones, what torch does not hand out in greys.
-COMPONENT_COLORS = {
-    "weights": "#2563eb",
-    "gradients": "#7c3aed",
-    "optimizer_states": "#c026d3",
-    "activations": "#f59e0b",
-    "kv_cache": "#0d9488",
-    "temporary": "#f97316",
-    "allocator_slack": "#cbd5e1",
-    "cuda_context": "#64748b",
-}
-OTHER_COMPONENT_COLOR = "#94a3b8"
+# One colour per component: the theme's (charts/theme.py COMPONENT_PALETTE, Okabe-Ito), the
+# same in the breakdown bar, its static SVG, the Phases chart and the report; its key order is
+# the stacking order (model states, per-batch memory, then allocator slack and CUDA context)
+COMPONENT_COLORS = theme.COMPONENT_PALETTE
+OTHER_COMPONENT_COLOR = theme.OTHER_COMPONENT
 COMPONENT_LABELS = {
     "weights": "Weights", "gradients": "Gradients", "optimizer_states": "Optimizer states",
     "activations": "Activations", "kv_cache": "KV cache", "temporary": "Temporary",
@@ -102,7 +95,7 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
         line = {"usable_gib": round(usable_bytes / GiB, 3),
                 "text": gettext("{gpu}: {size} GiB usable", lang).format(
                     gpu=gpu_name, size=f"{usable_bytes / GiB:,.1f}")}
-        color = "#111827" if fits is not False else "#b42318"
+        color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
         rule_base = alt.Chart(alt.Data(values=[line]))
         layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],
                                           y=-8, y2=height + 4).encode(
@@ -117,10 +110,10 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
         alt.layer(*layers)
         .properties(width=width, height=height, padding={"top": 18, "left": 4, "right": 8})
         .configure_view(stroke=None)
-        .configure_axis(labelColor="#374151", titleColor="#6b7280", gridColor="#eef0f3",
-                        domainColor="#c7ccd4", titleFontWeight="normal")
-        .configure_legend(labelColor="#374151", labelFontSize=11.5, symbolSize=110)
-        .configure(font="-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif")
+        .configure_axis(labelColor=theme.LABEL_INK, titleColor=theme.MUTED, gridColor=theme.GRID,
+                        domainColor=theme.DOMAIN, titleFontWeight="normal")
+        .configure_legend(labelColor=theme.LABEL_INK, labelFontSize=11.5, symbolSize=110)
+        .configure(font=theme.FONT)
     )
 
 

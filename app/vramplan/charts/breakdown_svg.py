@@ -13,7 +13,8 @@ from typing import Mapping
 
 from ..i18n import gettext
 from ..units import GiB
-from .breakdown import COMPONENT_COLORS, OTHER_COMPONENT_COLOR, breakdown_rows
+from . import theme
+from .breakdown import breakdown_rows
 
 _e = html.escape
 # geometry in the viewBox's units (the svg scales to its container's width)
@@ -59,15 +60,15 @@ def breakdown_svg(components: Mapping[str, int], usable_bytes: int | None = None
     while t <= x_max + 1e-9:             # grid and tick labels
         xt = x(t)
         parts.append(f"<line x1='{xt:.1f}' y1='{BAR_TOP - 4}' x2='{xt:.1f}' y2='{axis_y}' "
-                     "stroke='#eef0f3'/>")
-        parts.append(f"<text x='{xt:.1f}' y='{axis_y + 12}' font-size='10' fill='#374151' "
+                     f"stroke='{theme.GRID}'/>")
+        parts.append(f"<text x='{xt:.1f}' y='{axis_y + 12}' font-size='10' fill='{theme.LABEL_INK}' "
                      f"text-anchor='middle'>{t:,.{0 if step >= 1 else 1}f}</text>")
         t += step
     parts.append(f"<text x='{PLOT_LEFT + plot_w / 2:.1f}' y='{axis_y + 26}' font-size='10' "
-                 f"fill='#6b7280' text-anchor='middle'>{_e(gettext('GiB per GPU', lang))}</text>")
+                 f"fill='{theme.MUTED}' text-anchor='middle'>{_e(gettext('GiB per GPU', lang))}</text>")
     for r in rows:
         x0, x1 = x(r["start_gib"]), x(r["end_gib"])
-        color = COMPONENT_COLORS.get(r["component"], OTHER_COMPONENT_COLOR)
+        color = theme.component_color(r["component"])
         tip = f"{r['label']}: {r['gib']:,.2f} GiB ({r['share']:.1%})"
         parts.append(f"<rect x='{x0:.2f}' y='{BAR_TOP}' width='{max(x1 - x0, 0.5):.2f}' "
                      f"height='{BAR_HEIGHT}' fill='{color}' stroke='white' stroke-width='1'>"
@@ -77,7 +78,7 @@ def breakdown_svg(components: Mapping[str, int], usable_bytes: int | None = None
                          "font-size='11' font-weight='bold' fill='white' text-anchor='middle'>"
                          f"{r['gib']:.1f}</text>")
     if usable_bytes:
-        color = "#111827" if fits is not False else "#b42318"
+        color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
         xu = x(usable_bytes / GiB)
         text = gettext("{gpu}: {size} GiB usable", lang).format(
             gpu=gpu_name, size=f"{usable_bytes / GiB:,.1f}")

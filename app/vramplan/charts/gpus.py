@@ -6,17 +6,12 @@ from typing import Any, Iterable, Mapping
 
 from ..i18n import gettext as _t
 from ..units import GiB
+from . import theme
 
-# One colour per vendor, the vendors' own hues, so the legend reads at a glance.
-VENDOR_COLORS = {
-    "NVIDIA": "#76b900",
-    "AMD": "#ed1c24",
-    "Intel": "#0071c5",
-    "Google": "#f4b400",
-    "Apple": "#555555",
-}
-OTHER_COLOR = "#8c8c8c"
-SELECTED_COLOR = "#111827"
+# One colour per vendor, the vendors' own hues (the theme's)
+VENDOR_COLORS = theme.VENDOR_COLORS
+OTHER_COLOR = theme.OTHER_VENDOR_COLOR
+SELECTED_COLOR = theme.STRONG_INK
 
 
 def _as_dict(device: Any) -> Mapping[str, Any]:
@@ -135,11 +130,11 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
                     title=alt.Title(_t("Capacity vs bandwidth, every GPU in the database", lang),
                                     subtitle=_t("ring: the chosen GPU; hover a point for "
                                                 "details", lang),
-                                    anchor="start", fontSize=14, subtitleColor="#6b7280"))
+                                    anchor="start", fontSize=14, subtitleColor=theme.MUTED))
         .configure_view(stroke=None)
-        .configure_axis(labelColor="#374151", titleColor="#374151", gridColor="#eef0f3",
-                        domainColor="#c7ccd4", titleFontWeight="normal")
-        .configure(font="-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif")
+        .configure_axis(labelColor=theme.LABEL_INK, titleColor=theme.LABEL_INK,
+                        gridColor=theme.GRID, domainColor=theme.DOMAIN, titleFontWeight="normal")
+        .configure(font=theme.FONT)
     )
 
 

@@ -1,9 +1,12 @@
 """One visual language for the planner's charts: palette, fonts, sizes, axis styles.
 
-The palette is Okabe-Ito (Okabe & Ito 2008, "Color Universal Design"), distinguishable under
-the common colour-vision deficiencies. Meaning is fixed across charts: green = fits, vermillion
+Every colour a chart, the static SVG (`breakdown_svg`) or the report draws is defined here and
+nowhere else (tests/test_charts.py greps the package). The palette is Okabe-Ito (Okabe & Ito
+2008, "Color Universal Design", https://jfly.uni-koeln.de/color/), distinguishable under the
+common colour-vision deficiencies. Meaning is fixed across charts: green = fits, vermillion
 = does not fit / over the limit, blue = the chosen GPU or the workload, near-black = a limit
-line, grey = context. Pinned GPUs take the remaining hues in order.
+line, grey = context. Each memory component has one colour (`COMPONENT_PALETTE`) in every
+chart. Pinned GPUs take the remaining hues in order.
 
 Every builder ends with `finish(...)`, which sets the size (`width="container"`: the page
 sizes charts), the title (with units) and the shared config. Plain-Python helpers here (no
@@ -31,8 +34,16 @@ LIMIT_COLOR = "#1f2937"       # capacity / usable-memory lines
 NEUTRAL_COLOR = "#999999"     # context: today's peak, datasheet figures
 LIGHT_COLOR = "#d9d9d9"       # allocator slack, phase bands
 INK = "#1f2937"
+LABEL_INK = "#374151"         # axis and legend labels
+STRONG_INK = "#111827"        # the chosen GPU's ring and name
 MUTED = "#6b7280"
 GRID = "#eef0f3"
+# the report's page (report/html.py): rules, the verdict's tinted boxes, code blocks
+PAPER = "#ffffff"
+RULE = "#e5e7eb"
+FIT_TINT = "#e6f5f0"          # bluish green at ~10% on white
+NO_FIT_TINT = "#fbece3"       # vermillion at ~10% on white
+CODE_BG = "#f6f7f9"
 DOMAIN = "#c7ccd4"
 FONT = "-apple-system, BlinkMacSystemFont, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 TITLE_SIZE = 14
@@ -52,6 +63,11 @@ COMPONENT_PALETTE = {
     "cuda_context": NEUTRAL_COLOR,
 }
 OTHER_COMPONENT = "#555555"
+
+# the vendors' own brand hues (the landscape chart's legend reads at a glance; not data colours)
+VENDOR_COLORS = {"NVIDIA": "#76b900", "AMD": "#ed1c24", "Intel": "#0071c5", "Google": "#f4b400",
+                 "Apple": "#555555"}
+OTHER_VENDOR_COLOR = "#8c8c8c"
 
 PHASE_LABELS = {
     "forward": "Forward", "backward": "Backward", "optimizer": "Optimizer step",

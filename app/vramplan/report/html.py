@@ -5,36 +5,41 @@ from __future__ import annotations
 
 import html
 import json
+from string import Template
 
 from .. import __version__
+from ..charts import theme
 from .content import Report
 from .text import tr
 
 _e = html.escape
 
-CSS = """
-:root{--ink:#1f2937;--muted:#6b7280;--line:#e5e7eb;--fit:#009E73;--nofit:#D55E00}
+# the colours are the charts' (charts/theme.py), so the verdict box and the bars agree
+CSS = Template("""
+:root{--ink:$ink;--muted:$muted;--line:$rule;--fit:$fit;--nofit:$nofit}
 *{box-sizing:border-box}
 body{margin:0;font:15px/1.5 -apple-system,BlinkMacSystemFont,'Segoe UI',Roboto,Helvetica,
 Arial,'PingFang SC','Microsoft YaHei','Noto Sans CJK SC',sans-serif;color:var(--ink);
-background:#fff}
+background:$paper}
 main{max-width:880px;margin:0 auto;padding:24px 20px 48px}
 h1{font-size:1.5rem;margin:0 0 8px}h2{font-size:1.15rem;margin:28px 0 8px;
 border-bottom:1px solid var(--line);padding-bottom:4px}h3{font-size:1rem;margin:18px 0 6px}
 .verdict{font-weight:600;padding:10px 14px;border-radius:6px;border-left:5px solid}
-.verdict.fits{border-color:var(--fit);background:#e6f5f0}
-.verdict.nofit{border-color:var(--nofit);background:#fbece3}
+.verdict.fits{border-color:var(--fit);background:$fit_tint}
+.verdict.nofit{border-color:var(--nofit);background:$nofit_tint}
 table{border-collapse:collapse;width:100%;margin:6px 0 10px;font-size:.92rem}
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid var(--line);vertical-align:top;
 overflow-wrap:anywhere}
 th{color:var(--muted);font-weight:600;white-space:nowrap;overflow-wrap:normal}td.num{text-align:right;white-space:nowrap}
 figure{margin:12px 0}svg.vp-chart{max-width:100%;height:auto;display:block}
 code,pre{font:12.5px/1.45 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{background:#f6f7f9;padding:10px;border-radius:6px;overflow-x:auto;white-space:pre-wrap}
+pre{background:$code_bg;padding:10px;border-radius:6px;overflow-x:auto;white-space:pre-wrap}
 ul{padding-left:20px}li{margin:2px 0;overflow-wrap:anywhere}
 .muted{color:var(--muted)}footer{margin-top:32px;color:var(--muted);font-size:.85rem}
 @media print{main{max-width:none}h2{break-after:avoid}figure,table{break-inside:avoid}}
-"""
+""").substitute(ink=theme.INK, muted=theme.MUTED, rule=theme.RULE, fit=theme.FIT_COLOR,
+                nofit=theme.NO_FIT_COLOR, paper=theme.PAPER, fit_tint=theme.FIT_TINT,
+                nofit_tint=theme.NO_FIT_TINT, code_bg=theme.CODE_BG)
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 

@@ -106,10 +106,11 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
 def legend_html(components: Mapping[str, int]) -> str:
     """The breakdown's legend as wrapping HTML (the chart's own legend has fixed columns,
     which a narrow card clips): a swatch, the component and its size, in the chart's order."""
-    from ..charts import COMPONENT_COLORS, OTHER_COMPONENT_COLOR, breakdown_rows
+    from ..charts import breakdown_rows
+    from ..charts.theme import component_color
     items = "".join(
         f"<span class='vp-legend-item'><i style='background:"
-        f"{COMPONENT_COLORS.get(r['component'], OTHER_COMPONENT_COLOR)}'></i>"
+        f"{component_color(r['component'])}'></i>"
         f"{_e(r['label'])} <b>{_e(r['size'])}</b></span>"
         for r in breakdown_rows(components, lang=current_lang()))
     return f"<div class='vp-legend'>{items}</div>"
