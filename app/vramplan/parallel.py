@@ -15,6 +15,12 @@ Pure functions over counts and bytes. Conventions (say which is assumed):
   keeps the embeddings, the last stage the head (a copy when tied), the logits and the loss.
   Each distinct stage is estimated; per_gpu is the worst one.
 * Context parallel: each rank holds seq/cp tokens.
+* Checkpointing per rank (workloads/transformer/training.py): none keeps the TP / SP split
+  block (sharding.tp_layer); full keeps each block's input (over t only with SP) and one
+  recomputed block; selective (torchtitan op-level SAC) keeps sharding.tp_selective and, in a
+  block's backward, that block's recomputed rest. Expert parallelism and interleaved
+  (virtual) pipeline stages are not layout fields: MoE experts are counted per rank as the
+  catalog states them, and PP is the plain 1F1B schedule.
 """
 from __future__ import annotations
 

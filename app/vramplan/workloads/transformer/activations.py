@@ -192,10 +192,29 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     return c, score_bytes_saved(arch, k)
 
 
+def selective_terms(arch, k: Kernels) -> tuple[float, float, float]:
+    """Op-level selective recomputation (torchtitan 'op' SAC, torchtitan/distributed/
+    activation_checkpoint.py: `_op_sac_save_list` holds aten.mm, the SDPA / flash kernels and
+    `_c10d_functional.reduce_scatter_tensor`; the policy "saves output of all compute ops,
+    except every second mm"), per token per hidden unit, split by how tensor parallelism
+    divides them (sharding.tp_selective):
+    (block input, the checkpoint's own saved input; saved outputs of the column-parallel
+    matmuls (every other one of q, k, v | gate, up) with the attention kernel output and its
+    fp32 logsumexp; saved outputs of row-parallel matmuls (o_proj, down): the mm order is q, k,
+    v, o, gate, up, down, so the 1st, 3rd, 5th and 7th are kept: q, v, gate and down, or q, v,
+    fc1 without a gated MLP). Norms, activations and scores are recomputed."""
+    qr, kvr, f = _widths(arch)
+    r = 4 if k.mixed else k.p
+    outs = [qr, kvr, kvr, 1.0] + ([f, f, 1.0] if arch.gated_mlp else [f, 1.0])
+    row = {3, len(outs) - 1}                   # o_proj and down / fc2: row-parallel
+    saved = range(0, len(outs), 2)
+    col = k.p * sum(outs[i] for i in saved if i not in row) + k.p * qr + 4 * arch.heads / arch.hidden
+    return r, col, k.p * sum(outs[i] for i in saved if i in row)
+
+
 def selective_coeff(arch, k: Kernels) -> float:
-    """Op-level selective recomputation (torchtitan 'op' SAC; Megatron's selective is its special
-    case for eager attention): keep the block input, the outputs of every other matmul and the
-    attention kernel output; norms, activations and scores are recomputed."""
+    """sbh coefficient op-level selective recomputation keeps per block on one GPU (the sum of
+    selective_terms: block input + saved matmul outputs + attention output)."""
     qr, kvr, f = _widths(arch)
     r = 4 if k.mixed else k.p
     outs = [qr, kvr, kvr, 1.0] + ([f, f, 1.0] if arch.gated_mlp else [f, 1.0])

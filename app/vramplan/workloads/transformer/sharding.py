@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...vec import to_int
-from .activations import Kernels, layer_coeffs
+from .activations import Kernels, layer_coeffs, selective_terms
 
 
 def _norm_coeff(arch, k: Kernels) -> float:
@@ -52,6 +52,28 @@ def tp_layer(c: float, score: float, rep: float, tensor: int, sp: bool) -> tuple
         return c, score
     rep = min(rep, c)
     return (rep / t if sp else rep) + (c - rep) / t, score / t
+
+
+def tp_selective(arch, k: Kernels, tensor: int, sp: bool) -> float:
+    """sbh coefficient per rank that op-level selective recomputation keeps per block under
+    `tensor`-way TP (activations.selective_terms; torchtitan applies TP with DTensor's
+    ColwiseParallel / RowwiseParallel, torch/distributed/tensor/parallel/style.py):
+    * the block input, the checkpoint's saved input: whole on every TP rank, the sequence shard
+      (over t) with sequence parallelism (Korthikanti et al. 2022 s.4: the block input is 2sbh,
+      2sbh/t with SP);
+    * the saved column-parallel matmul outputs (q, v, gate), the attention kernel output and its
+      logsumexp: split by heads / width, over t;
+    * a saved row-parallel matmul output (down): the local matmul makes the full-size partial
+      sum before its all-reduce / reduce-scatter, so the saved output is whole on every rank;
+    * with SP, the reduce-scatter outputs of o_proj and down (`reduce_scatter_tensor` is in the
+      save list): two block-width tensors over t.
+    With t = 1 this is activations.selective_coeff."""
+    block_in, col, row = selective_terms(arch, k)
+    t = max(1, tensor)
+    if t == 1:
+        return block_in + col + row
+    rs = 2 * k.p / t if sp else 0.0
+    return (block_in / t if sp else block_in) + col / t + row + rs
 
 
 def ring_buffers(arch, p: int, tokens: int, tensor: int, context: int) -> int:

@@ -145,8 +145,13 @@ class Training:
         if ckpt == "full":
             kept = 0 if "activations" in self.off else nl_live * r * sbh_mean / blk.seq_div
             acts = kept + blk.layer_full
-        elif ckpt == "selective":
-            acts = nl_live * selective_coeff(a, blk.k) * sbh_mean
+        elif ckpt == "selective":   # per rank: split by TP / SP as torchtitan's op SAC keeps
+            sel = (selective_coeff(a, blk.k) if blk.tp <= 1
+                   else sharding.tp_selective(a, blk.k, blk.tp, blk.sp))
+            acts = nl_live * sel * sbh_mean
+            # a block's backward first recomputes what it did not keep (torch SAC replays the
+            # block, taking the saved ops' outputs from its cache): one block's tensors live
+            blk.recompute = vmax(0, blk.layer_full - sel * sbh)
         else:
             acts = nl_live * blk.layer_mean
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
@@ -243,7 +248,7 @@ class Training:
         # recomputed (torch.utils.checkpoint unpacks a block's saved tensors when its backward
         # starts), so the recomputed block and its gradients come after the loss buffers are gone
         recomputed = ac.layer_full if ac.ckpt == "full" else 0
-        bwd_block = ac.bwd_tmp + recomputed
+        bwd_block = ac.bwd_tmp + recomputed + (ac.recompute if ac.ckpt == "selective" else 0)
         head_grad, bwd_extra = self._head_grad(ac.Td, ms.tb, ac.logits, bwd_block, lora,
                                                persist or ms.in_bwd or L.zero >= 2)
         bwd_acts = ac.acts - recomputed + bwd_extra
