@@ -67,6 +67,8 @@ BAD = {
                         ("value", {"kv_cache_dtype": "int3"}, "serving.kv_cache_dtype"),
                         ("range", {"gpu_memory_utilization": 1.5},
                          "serving.gpu_memory_utilization")]),
+    "stack": (TRAIN, [("type", 80, "stack"), ("value", "pytorchh", "stack"),
+                      ("range", "hf@0.4", "stack")]),
     "gpu": (TRAIN, [("type", 80, "gpu"), ("value", "nvidia-a100-sxm4-80gbx", "gpu"),
                     ("range", "", "gpu")]),
 }

@@ -21,7 +21,7 @@ LLAMA = {"model": "meta-llama/Llama-2-7b-hf"}
 CONTRACT = ("model", "architecture", "task", "batch_size", "seq_len", "new_tokens", "target_len",
             "text_len", "guidance", "resolution", "frames", "steps", "precision", "optimizer",
             "gradient_accumulation", "checkpointing", "attention", "lora", "parallel",
-            "offload", "options", "serving", "gpu")
+            "offload", "options", "serving", "stack", "gpu")
 
 
 def test_contract_keys_in_contract_order():

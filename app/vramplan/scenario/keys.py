@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, NamedTuple
 
+from ..catalog.stacks import names as stack_names
+from ..catalog.stacks import read_stack
 from ..parallel import ParallelConfig
 from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES, LORA_TASKS,
                      MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, TRAINING_TASKS,
@@ -102,6 +104,12 @@ CONTRACT = (
        choices=tuple(OPTIONS), default=[]),
     _k("serving", "object", "Serving engine", "serve: the engine's KV pool and limits",
        tasks=("serve",), where="task 'serve'", default_doc="serve: the serving.* defaults"),
+    _k("stack", "choice", "Software", "the software that runs the job: NAME or NAME@VERSION "
+       "(a release such as 0.4, or a month such as 2025-06); names: " + ", ".join(
+           stack_names()) + "; decides which framework memory mechanisms apply "
+       "(app/vramplan/catalog/data/stacks.toml, each with its source)", parse=read_stack,
+       shown_tasks=MODEL_TASKS, default_doc="pytorch (a plain loop: no framework mechanism; "
+       "omitted from the normalised scenario)"),
     _k("gpu", "choice", "GPU", "hardware-database id", default_doc="none (an estimate needs "
        "one)"),
 )

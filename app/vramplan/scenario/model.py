@@ -51,6 +51,7 @@ class Scenario:
     offload: tuple[str, ...] = ()
     options: tuple[str, ...] = ()
     serving: ServingConfig | None = None
+    stack: str | None = None
     gpu: str | None = None
     extra: dict = field(default_factory=dict)
 
