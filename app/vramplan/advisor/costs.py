@@ -11,7 +11,6 @@ compute: an upper bound.
 from __future__ import annotations
 
 import functools
-import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -45,6 +44,7 @@ class Cost:
     step_time_s: float | None = None
     sources: tuple = ()
     notes: tuple = ()
+    transfers: tuple = ()         # comm.Transfer.to_dict() of each collective: bytes, link, time
 
     @property
     def time_share(self) -> float:
@@ -53,6 +53,21 @@ class Cost:
         if not t:
             return 0.0
         return t / self.step_time_s if self.step_time_s else t
+
+    @property
+    def total_step_s(self) -> float | None:
+        """Seconds of one step with the change: the step's compute stretched by the extra
+        compute, plus the communication and host-transfer time not hidden behind it."""
+        if not self.step_time_s:
+            return None
+        return self.step_time_s * (1 + self.compute_share) + self.communication_time_s + \
+            self.host_time_s
+
+    @property
+    def gpu_seconds(self) -> float | None:
+        """GPUs x seconds per step: what adding GPUs costs (None where the step is unknown)."""
+        t = self.total_step_s
+        return None if t is None else self.gpus * t
 
     @property
     def score(self) -> float:
@@ -72,7 +87,8 @@ class Cost:
                     risk, self.changes_job or other.changes_job, max(self.gpus, other.gpus),
                     self.step_time_s or other.step_time_s,
                     tuple(dict.fromkeys(self.sources + other.sources)),
-                    tuple(dict.fromkeys(self.notes + other.notes)))
+                    tuple(dict.fromkeys(self.notes + other.notes)),
+                    self.transfers + other.transfers)
 
     def to_dict(self) -> dict:
         return {"compute_share": round(self.compute_share, 4),
@@ -82,8 +98,11 @@ class Cost:
                 "host_time_s": round(self.host_time_s, 6), "host_link": self.host_link,
                 "step_time_s": None if self.step_time_s is None else round(self.step_time_s, 6),
                 "time_share": round(self.time_share, 4), "accuracy_risk": self.accuracy_risk,
+                "gpu_seconds_per_step": None if self.gpu_seconds is None else
+                round(self.gpu_seconds, 6),
                 "changes_job": self.changes_job, "gpus": self.gpus,
-                "score": round(self.score, 4), "notes": list(self.notes)}
+                "score": round(self.score, 4), "notes": list(self.notes),
+                "transfers": [dict(t) for t in self.transfers]}
 
 
 def of(cid: str, **kw) -> Cost:
@@ -109,37 +128,6 @@ def host_link(dev) -> tuple[float | None, str | None]:
     if per is None or not lanes:
         return None, None
     return float(per) * int(lanes), f"PCIe Gen{gen} x{lanes}"
-
-
-def _bridged(name: str) -> int | None:
-    """How many GPUs a bridge links ('NVLink 3 bridge (2 GPUs)', '(2- or 4-way)')."""
-    if "bridge" not in name.lower():
-        return None
-    nums = [int(x) for x in re.findall(r"(\d+)(?:-way| GPUs|- or)", name)]
-    return max(nums) if nums else 2
-
-
-def peer_link(dev, n: int) -> tuple[float | None, str | None]:
-    """(GB/s per direction per GPU, name) of a ring over n GPUs of this kind: the scale-up
-    link within a node (bridges: only as many GPUs as they join), else PCIe; past a node,
-    at most the scale-out network's rate per GPU."""
-    if n <= 1:
-        return None, None
-    ic = getattr(dev, "interconnect", None) or {}
-    links = table()["links"]
-    node = int(links["gpus_per_node"])
-    up, name = ic.get("scaleup_gbs_per_direction"), str(ic.get("scaleup", ""))
-    bridge = _bridged(name)
-    if up and (bridge is None or n <= bridge):
-        bw, what = float(up), name.split("(")[0].strip() or "scale-up link"
-    else:
-        bw, what = host_link(dev)
-        what = f"{what} (peer to peer)" if what else None
-    if n > node:
-        out = float(links["scaleout_gbs_per_gpu"])
-        bw = min(bw, out) if bw else out
-        what = f"{what} within a node, {out:g} GB/s per GPU between nodes"
-    return bw, what
 
 
 def transfer_time(nbytes: float, gbs: float | None) -> float:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import ScenarioError
 from ..estimate import estimate
+from . import comm
 from . import costs as C
 from .levers import BY_ID, LEVERS, Ctx, Lever
 
@@ -157,34 +158,19 @@ def _selective_share(ctx: Ctx) -> float:
     return 4 * s / (3 * (24 * a.hidden + 4 * s))
 
 
-def comm_bytes(sc, spec, sizes: C.Sizes) -> float:
-    """Bytes each GPU sends per step for the plan's layout (module doc of costs.py)."""
-    p = sc.parallel
-    training = sc.task in ("train", "lora", "qlora")
-    ga = int(sc.gradient_accumulation or 1)
-    out = 0.0
-    mp = max(1, p.tensor * p.pipeline)
-    g = p.shard_group
-    if training and g > 1:
-        out += (3 if p.zero >= 3 else 2) * (g - 1) / g * sizes.gradients / mp
-    a = C.arch_of(spec)
-    if a is None:
-        return out
-    pb = 4 if sc.precision_for("default") in ("fp32", "tf32") else 2
-    tokens = int(sc.batch_size) * int(sc.seq_len or 1) / max(1, p.context)
-    if sc.task == "serve" and sc.serving is not None:
-        tokens = sc.serving.max_num_seqs             # one decode step
-    layers = a.total_layers / max(1, p.pipeline)
-    if p.tensor > 1:
-        t = p.tensor
-        out += (4 if training else 2) * layers * 2 * (t - 1) / t * tokens * a.hidden * pb * ga
-    if p.pipeline > 1:
-        out += (2 if training else 1) * tokens * a.hidden * pb * ga
-    if p.context > 1:
-        c = p.context
-        kv = 2 * a.kv_heads * a.head_dim
-        out += (3 if training else 1) * layers * tokens * kv * pb * (c - 1) * ga
-    return out
+def comm_bytes(sc, spec, sizes: C.Sizes, dev=None) -> float:
+    """Bytes each GPU sends per step for the plan's layout (comm.py)."""
+    return float(comm.total(comm.transfers(sc, spec, dev, sizes))[0])
+
+
+def layout_comm(ctx: Ctx, sc2, step: float | None) -> dict:
+    """Cost fields of sc2's collectives: every transfer (bytes, link, time), their bytes, the
+    links named, and the time not hidden behind the step's compute (comm.exposed_time)."""
+    ts = comm.transfers(sc2, ctx.spec, ctx.dev, one_gpu_sizes(ctx))
+    nb, _, link = comm.total(ts)
+    return {"communication_bytes_per_step": nb, "link": link,
+            "communication_time_s": comm.exposed_time(ts, step or 0.0),
+            "transfers": tuple(t.to_dict() for t in ts)}
 
 
 def host_bytes(ctx: Ctx, lever: Lever, sc2, est2) -> float:
@@ -196,11 +182,10 @@ def host_bytes(ctx: Ctx, lever: Lever, sc2, est2) -> float:
     what = lever.id
     if what == "offload-optimizer":
         return (sz.gradients + sz.weight16) / div
-    if what == "offload-params":
+    if what == "offload-params":        # read in every forward and backward, frozen or not
         given = est2.bandwidth.get("host_link_bytes_per_step")
-        if given:
-            return float(given)
-        return (2 * sz.weight16 * ga + sz.gradients) / div
+        params, grads = comm.model_bytes(sc2, ctx.spec, sz)
+        return max(float(given or 0), (2 * params * ga + grads) / div)
     if what == "offload-activations":
         keep = est2.components.get("activations", 0)
         try:
@@ -233,13 +218,14 @@ def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
         bw = float(ctx.dev.bandwidth_gbs) * float(ctx.dev.achievable_bandwidth_fraction or 0.9)
         cost = replace(cost, host_time_s=0.0, compute_share=C.transfer_time(extra, bw) / step
                        if step else 0.0)
-    if sc2.parallel != ctx.sc.parallel:
-        sz = one_gpu_sizes(ctx)
-        delta = comm_bytes(sc2, ctx.spec, sz) - comm_bytes(ctx.sc, ctx.spec, sz)
-        if delta > 0:
-            gbs, name = C.peer_link(ctx.dev, sc2.parallel.gpus)
-            cost = replace(cost, communication_bytes_per_step=int(delta), link=name,
-                           communication_time_s=C.transfer_time(delta, gbs))
+    if sc2.parallel != ctx.sc.parallel or sc2.gradient_accumulation != \
+            ctx.sc.gradient_accumulation and ctx.sc.parallel.multi_gpu:
+        new, old = layout_comm(ctx, sc2, step), layout_comm(ctx, ctx.sc, step)
+        delta = new["communication_bytes_per_step"] - old["communication_bytes_per_step"]
+        cost = replace(cost, communication_bytes_per_step=int(max(0, delta)), link=new["link"],
+                       communication_time_s=max(0.0, new["communication_time_s"] -
+                                                old["communication_time_s"]),
+                       transfers=new["transfers"])
         if sc2.parallel.pipeline > ctx.sc.parallel.pipeline:
             bubble = (sc2.parallel.pipeline - 1) / max(1, sc2.gradient_accumulation)
             cost = replace(cost, compute_share=cost.compute_share + bubble,
@@ -247,11 +233,14 @@ def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
                                                "(gradient accumulation) shrink it",))
     if lever.cost == "offload" or lever.id == "model-cpu-offload":
         nb = host_bytes(ctx, lever, sc2, est2)
-        gbs, name = C.host_link(ctx.dev)
-        cost = replace(cost, host_bytes_per_step=int(nb), host_link=name,
-                       host_time_s=C.transfer_time(nb, gbs))
+        lk = comm.host_link(ctx.dev)
+        cost = replace(cost, host_bytes_per_step=int(nb), host_link=lk.name,
+                       host_time_s=C.transfer_time(nb, lk.gbs),
+                       transfers=cost.transfers + (comm.Transfer(
+                           f"{lever.id}: host copies", "copy", int(nb), lk, "host").to_dict(),))
     return cost
 
 
 __all__ = ["Recommendation", "recommend", "evaluate", "context", "cost_of", "comm_bytes",
+           "layout_comm",
            "host_bytes", "how_for", "BY_ID"]

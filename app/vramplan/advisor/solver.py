@@ -19,7 +19,7 @@ from ..errors import ScenarioError
 from ..estimate import estimate
 from . import costs as C
 from .levers import BY_ID, Lever
-from .recommend import Recommendation, comm_bytes, how_for, one_gpu_sizes
+from .recommend import Recommendation, how_for, layout_comm, one_gpu_sizes
 from .split import split_counts, splits
 
 MAX_COMBO = 4
@@ -41,7 +41,14 @@ class Plan:
         return int(self.scenario.parallel.gpus)
 
     def key(self) -> tuple:
-        return (round(self.cost.score, 6), self.gpus, len(self.changes))
+        """GPU-seconds per step weighted by accuracy risk and a change to the job
+        (costs.toml [ranking]); plans without a step time rank by their score after."""
+        c, rk = self.cost, C.table()["ranking"]
+        gs = c.gpu_seconds
+        w = 1 + rk["risk_weight"][c.accuracy_risk] + (rk["job_change_weight"] if
+                                                       c.changes_job else 0.0)
+        first = (0, round(gs * w, 9)) if gs else (1, round(c.score, 6))
+        return first + (self.gpus, len(self.changes))
 
     def to_dict(self, full: bool = True) -> dict:
         out = {"changes": self.changes, "gpus": self.gpus, "gpu": self.estimate.gpu.id,
@@ -96,6 +103,11 @@ def _plan(ctx, recs, sc2, est2) -> Plan:
         cost = cost + r.cost
     step = C.step_time(est2, ctx.spec) or cost.step_time_s
     cost = replace(cost, step_time_s=step, gpus=sc2.parallel.gpus)
+    if sc2.parallel.multi_gpu:       # the plan's own collectives, once (not each change's)
+        host = tuple(t for t in cost.transfers if t.get("dimension") == "host")
+        lc = layout_comm(ctx, sc2, step)
+        if lc["transfers"]:          # (a family split prices its own hand-offs: split.py)
+            cost = replace(cost, **{**lc, "transfers": lc["transfers"] + host})
     return Plan([{"id": r.id, "title": r.title} for r in recs], sc2, est2, cost)
 
 
@@ -333,10 +345,8 @@ def _compatible_pool(recs, split) -> list:
 def _layout_cost(ctx, sc2, sizes, n) -> C.Cost:
     lever = "zero" if sc2.parallel.tensor == 1 else "tensor-parallel"
     cost = C.of(lever, gpus=n)
-    nb = comm_bytes(sc2, ctx.spec, sizes)
-    gbs, link = C.peer_link(ctx.dev, n)
-    cost = replace(cost, communication_bytes_per_step=int(nb), link=link,
-                   communication_time_s=C.transfer_time(nb, gbs))
+    est2 = estimate(sc2, ctx.dev, with_max_batch=False)
+    cost = replace(cost, **layout_comm(ctx, sc2, C.step_time(est2, ctx.spec)))
     if sc2.parallel.pipeline > 1:
         cost = cost + C.of("pipeline-parallel", compute_share=(sc2.parallel.pipeline - 1) /
                            max(1, sc2.gradient_accumulation))
@@ -374,11 +384,13 @@ def choose(plans: list[Plan], gpus: int, most: int = 8) -> list[Plan]:
 
 
 def pareto(plans: list[Plan]) -> list[Plan]:
-    """The plans no other plan beats on every axis (overhead, communication time, GPUs,
-    accuracy risk), cheapest first."""
+    """The plans no other plan beats on every axis (step time, communication and host time,
+    GPUs, accuracy risk, a change to the job), cheapest first."""
     def axes(p):
         c = p.cost
-        return (c.compute_share + c.time_share, c.communication_time_s, p.gpus,
+        step = c.total_step_s
+        return (step if step is not None else c.compute_share + c.time_share,
+                c.communication_time_s + c.host_time_s, p.gpus,
                 C.RISKS.index(c.accuracy_risk), int(c.changes_job))
     keep = []
     for p in plans:

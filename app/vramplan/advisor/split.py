@@ -22,6 +22,7 @@ from dataclasses import replace
 from ..errors import ScenarioError
 from ..estimate import estimate
 from ..workloads.diffusion.family import TEXT_ENCODERS
+from . import comm
 from . import costs as C
 from .levers import Lever
 from .recommend import Recommendation, how_for
@@ -59,7 +60,7 @@ def component_split(ctx) -> Recommendation | None:
     if got is None:
         return None
     sc2, est2 = got
-    gbs, link = C.peer_link(ctx.dev, n)
+    gbs, link = comm.peer_link(ctx.dev, n)
     moved = _handoff_bytes(sc2, ctx.spec)
     cost = C.of("component-split", gpus=n, link=link, communication_bytes_per_step=moved,
                 communication_time_s=C.transfer_time(moved, gbs))
@@ -106,7 +107,7 @@ def volume_split(ctx, n: int) -> Recommendation | None:
     if got is None:
         return None
     sc2, est2 = got
-    gbs, link = C.peer_link(ctx.dev, n)
+    gbs, link = comm.peer_link(ctx.dev, n)
     ex = sc2.to_dict()
     plane = res[1] * res[2] * int(ex.get("channels", 1)) * _dtype_bytes(ex.get("dtype"))
     wb = ex.get("work_buffers") or {}
