@@ -1,0 +1,202 @@
+"""The 2025 catalog (catalog/data/*_2025.json) and nested multimodal config.json.
+
+Every new model's parameter count, as the package computes it from its config.json
+(`ModelSpec.param_count()`, the count the catalog test checks), must equal the figure its
+publisher gives within 2%; each loads and estimates on an H100 for its default task.
+"""
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from vramplan.catalog import DATA_DIR, get_model, list_models, spec_from_architecture
+from vramplan.catalog.nested import MultimodalArch, image_tokens, nested_arch
+from vramplan.errors import ScenarioError
+
+# model -> (published total parameters, published active parameters or None, where published)
+PUBLISHED = {
+    "Qwen/Qwen3-0.6B": (0.6e9, None, "model card: Number of Parameters 0.6B"),
+    "Qwen/Qwen3-1.7B": (1.7e9, None, "model card: Number of Parameters 1.7B"),
+    "Qwen/Qwen3-4B": (4.0e9, None, "model card: Number of Parameters 4.0B"),
+    "Qwen/Qwen3-8B": (8.2e9, None, "model card: Number of Parameters 8.2B"),
+    "Qwen/Qwen3-14B": (14.8e9, None, "model card: Number of Parameters 14.8B"),
+    "Qwen/Qwen3-32B": (32.8e9, None, "model card: Number of Parameters 32.8B"),
+    "Qwen/Qwen3-30B-A3B": (30.5e9, 3.3e9, "model card: 30.5B in total and 3.3B activated"),
+    "Qwen/Qwen3-235B-A22B": (235e9, 22e9, "model card: 235B in total and 22B activated"),
+    "deepseek-ai/DeepSeek-V3.1": (671e9, 37e9, "model card: 671B total, 37B activated"),
+    "moonshotai/Kimi-K2-Instruct": (1.04e12, 32e9, "Kimi K2 technical report (arXiv:2507.20534):"
+                                    " 1.04T total, 32B activated (model card: 1T / 32B)"),
+    "Qwen/Qwen2.5-VL-7B-Instruct": (8.29e9, None, "Hub model page: 8.29B params (safetensors)"),
+    "Qwen/Qwen3-VL-8B-Instruct": (8.8e9, None, "Hub metadata: 8.8B params (safetensors)"),
+}
+
+
+def _new_specs():
+    ids = []
+    for path in sorted(DATA_DIR.glob("*_2025.json")):
+        ids += [m["id"] for m in json.loads(path.read_text())["models"]]
+    return ids
+
+
+NEW = _new_specs()
+
+
+def test_every_new_model_has_a_published_figure_and_a_source():
+    assert sorted(NEW) == sorted(PUBLISHED)
+    for mid in NEW:
+        spec = get_model(mid)
+        assert spec.source.startswith("https://huggingface.co/" + mid), mid
+        assert "vendored" in spec.source, mid   # says which public copy the config came from
+
+
+@pytest.mark.parametrize("mid", sorted(PUBLISHED))
+def test_param_count_equals_the_published_figure(mid):
+    total, active, _where = PUBLISHED[mid]
+    arch = get_model(mid).arch
+    assert abs(get_model(mid).param_count() / total - 1) <= 0.02
+    if active:  # activated counts are published to two digits (32B, 37B) and count the
+        # input embedding or not (Kimi K2: 32.86e9 with it, 31.69e9 without): within 3%
+        assert abs(arch.active_param_count() / active - 1) <= 0.03
+
+
+@pytest.mark.parametrize("mid", sorted(PUBLISHED))
+def test_estimates_on_an_h100_for_the_default_task(mid):
+    from vramplan.estimate import estimate
+    e = estimate({"model": mid, "gpu": "H100"}, with_max_batch=False)
+    assert e.components["weights"] > get_model(mid).param_count()  # >= 1 byte per parameter
+    assert e.device_used_bytes > e.components["weights"]
+
+
+def test_qwen3_0_6b_by_hand():
+    """Qwen3-0.6B (tied embeddings): embeddings 151936 x 1024; per layer q 1024x2048, k and v
+    1024x1024, o 2048x1024, MLP 3 x 1024 x 3072, two RMSNorms (2 x 1024) and q/k norms
+    (2 x 128); a final norm."""
+    per_layer = (1024 * 2048 + 2 * 1024 * 1024 + 2048 * 1024 + 3 * 1024 * 3072
+                 + 2 * 1024 + 2 * 128)
+    assert get_model("Qwen/Qwen3-0.6B").param_count() == \
+        151936 * 1024 + 28 * per_layer + 1024 == 596_049_920
+
+
+def test_instruct_and_base_aliases_resolve():
+    assert get_model("Qwen/Qwen3-8B-Base").id == "Qwen/Qwen3-8B"
+    assert get_model("qwen3-30b-a3b-base").id == "Qwen/Qwen3-30B-A3B"
+    assert get_model("moonshotai/Kimi-K2-Base").id == "moonshotai/Kimi-K2-Instruct"
+
+
+# ---- nested (multimodal) config.json ---------------------------------------------------------
+
+def _qwen25_vl() -> dict:
+    return copy.deepcopy(get_model("Qwen/Qwen2.5-VL-7B-Instruct").config)
+
+
+def test_qwen25_vl_vision_tower_by_hand():
+    """Qwen2.5-VL vision tower, h = 1280, ffn 3420, 32 blocks, out 3584: patch Conv3d 3x2x14x14
+    x h; per block 2 RMSNorms, qkv + proj with bias (4h^2 + 4h), gated MLP with biases
+    (3 h ffn + 2 ffn + h); merger RMSNorm h, Linear(4h, 4h) and Linear(4h, 3584) with bias."""
+    h, f, out = 1280, 3420, 3584
+    block = 2 * h + 4 * h * h + 4 * h + 3 * h * f + 2 * f + h
+    merger = h + 16 * h * h + 4 * h + 4 * h * out + out
+    vision = 3 * 2 * 14 * 14 * h + 32 * block + merger
+    arch = get_model("Qwen/Qwen2.5-VL-7B-Instruct").arch
+    assert isinstance(arch, MultimodalArch)
+    assert arch.tower_params() == {"vision": vision} and vision == 676_550_144
+    # the text decoder is Qwen2.5-7B's shape (q/k/v biases, untied head): 7,615,616,512
+    assert arch.param_count() == 7_615_616_512 + vision
+    assert arch.qkv_bias and not arch.tied_embeddings and arch.layers == 28
+
+
+def test_nested_config_was_refused_before_and_estimates_now():
+    """The issue's case: a nested config used to fail with "missing key 'hidden_size'"."""
+    from vramplan.estimate import estimate
+    cfg = _qwen25_vl()
+    for k in [k for k in cfg if k not in ("model_type", "text_config", "vision_config",
+                                          "tie_word_embeddings")]:
+        del cfg[k]   # only the nested keys: hidden_size exists under text_config alone
+    spec = spec_from_architecture(cfg)
+    assert spec.family == "decoder" and spec.id == "custom/qwen2_5_vl"
+    assert "vision 677M" in spec.note
+    e = estimate({"architecture": cfg, "gpu": "H100", "task": "generate"},
+                 with_max_batch=False)
+    text_only = estimate({"model": "Qwen/Qwen2.5-7B", "gpu": "H100", "task": "generate"},
+                         with_max_batch=False)
+    # bf16: the tower's 676,550,144 parameters add 2 bytes each to the weights
+    assert e.components["weights"] - text_only.components["weights"] == 2 * 676_550_144
+
+
+def test_flat_layout_reads_the_text_keys_from_the_top_level():
+    cfg = _qwen25_vl()
+    del cfg["text_config"]
+    assert nested_arch(cfg).param_count() == get_model("Qwen/Qwen2.5-VL-7B-Instruct").param_count()
+
+
+def test_qwen3_vl_deepstack_mergers_by_hand():
+    """h 1152, ffn 4304, 27 blocks, out 4096, 2304 positions, patch 16: patch Conv3d with bias,
+    LayerNorms, biased linears; main merger (LayerNorm h) + 3 deepstack mergers (LayerNorm 4h)."""
+    h, f, out = 1152, 4304, 4096
+    linears = 16 * h * h + 4 * h + 4 * h * out + out
+    vision = (3 * 2 * 16 * 16 * h + h + 2304 * h + 27 * (4 * h + 4 * h * h + 4 * h + 2 * h * f + f
+                                                            + h)
+              + linears + 2 * h + 3 * (linears + 8 * h))
+    assert get_model("Qwen/Qwen3-VL-8B-Instruct").arch.tower_params() == {"vision": vision}
+
+
+@pytest.mark.parametrize("h, w, tokens", [(448, 448, 196), (1024, 768, 32 * 24)])
+def test_qwen3_vl_image_tokens(h, w, tokens):
+    """One token per 32 x 32 pixels (patch 16, 2 x 2 merge): 448 x 448 -> 14 x 14 = 196."""
+    assert image_tokens(get_model("Qwen/Qwen3-VL-8B-Instruct").config, h, w) == tokens
+
+
+def test_gemma3_style_siglip_tower_and_projector():
+    """A Gemma 3-style config (SigLIP so400m without head, Gemma3MultiModalProjector): tower
+    = patch Conv2d with bias + 4096-row position table + 27 layers + post LayerNorm; the
+    projector a 1152 x 2560 matrix and an RMSNorm of 1152. 256 tokens per image."""
+    h, f = 1152, 4304
+    cfg = {"model_type": "gemma3", "mm_tokens_per_image": 256,
+           "text_config": {"model_type": "llama", "hidden_size": 2560, "num_hidden_layers": 2,
+                           "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                           "intermediate_size": 10240, "vocab_size": 1000},
+           "vision_config": {"model_type": "siglip_vision_model", "hidden_size": h,
+                             "num_hidden_layers": 27, "intermediate_size": f, "patch_size": 14,
+                             "image_size": 896, "vision_use_head": False}}
+    tower = (3 * 14 * 14 * h + h + 64 * 64 * h + 27 * (4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h)
+             + 2 * h)
+    arch = nested_arch(cfg)
+    assert arch.tower_params() == {"vision": tower + h * 2560 + h}
+    assert arch.approximate == ()
+    assert image_tokens(cfg, 896, 896) == 256
+
+
+def test_unknown_tower_is_counted_generically_and_said():
+    cfg = {"model_type": "somevlm", "text_config": {"hidden_size": 64, "num_hidden_layers": 2,
+                                                    "num_attention_heads": 4, "vocab_size": 100,
+                                                    "intermediate_size": 128},
+           "vision_config": {"model_type": "newvit", "hidden_size": 32, "num_hidden_layers": 2,
+                             "intermediate_size": 64}}
+    arch = nested_arch(cfg)
+    # 2 layers x (4 x 32^2 + 4 x 32 + 2 x 32 x 64 + 64 + 32 + 4 x 32) + final LayerNorm 2 x 32
+    assert arch.tower_params() == {"vision": 2 * (4096 + 128 + 4096 + 64 + 32 + 128) + 64}
+    assert arch.approximate == ("vision",)
+    assert "generic encoder layout" in spec_from_architecture(cfg).note
+
+
+@pytest.mark.parametrize("mutate, where, key", [
+    (lambda c: c["text_config"].pop("hidden_size"), "architecture.text_config", "hidden_size"),
+    (lambda c: c["vision_config"].pop("depth"), "architecture.vision_config", "depth"),
+    (lambda c: c["vision_config"].update(depth="32"), "architecture.vision_config", "depth"),
+    (lambda c: c.update(vision_config=[1]), "architecture.vision_config", "sub-config"),
+    (lambda c: c.update(text_config="x"), "architecture.text_config", "sub-config"),
+])
+def test_malformed_nested_config_names_the_sub_config_and_the_key(mutate, where, key):
+    cfg = _qwen25_vl()
+    mutate(cfg)
+    with pytest.raises(ScenarioError) as exc:
+        spec_from_architecture(cfg).arch
+    assert exc.value.key == where and key in str(exc.value)
+
+
+def test_catalog_files_parse_and_ids_are_unique():
+    ids = [s.id.lower() for s in list_models()]
+    assert len(ids) == len(set(ids))
+    for path in Path(DATA_DIR).glob("*_2025.json"):
+        assert json.loads(path.read_text())["models"]
