@@ -14,15 +14,16 @@ from .. import safejson
 from ..errors import VramplanError
 from ..scenario import MODELLESS_TASKS, OFFLOAD, OPTIONS
 from ..scenario.keys import cli_flags, scenario_from_flags
+from ..workloads.diffusion.family import LORA_TARGETS
 from ._output import dump_json, emit, table
 
 GiB = 2**30
 METAVARS = {"model": "ID", "gpu": "ID", "resolution": "HxW", "texture_budget": "SIZE",
             "geometry_budget": "SIZE"}
 NO_GPU = "no GPU given: pass --gpu ID (see `vramplan gpus`)"
-# LoRA target names the diffusion workload counts (workloads/diffusion.py, _training)
-DIFFUSION_LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "query", "key", "value",
-                          "q_proj", "k_proj", "v_proj")
+# LoRA target names the diffusion workload counts (its family declares them; the scenario
+# validation refuses any other)
+DIFFUSION_LORA_TARGETS = LORA_TARGETS
 
 
 def _one_of(values) -> str:
@@ -131,36 +132,6 @@ def _architecture(text: str) -> dict:
     return obj
 
 
-# ---- checks at the CLI edge ---------------------------------------------------------------------
-
-def check_lora_targets(sc) -> None:
-    """Refuse LoRA target names the model's workload would match to no module (they would
-    silently give a plan without those adapters), naming the valid ones."""
-    if sc.lora is None or sc.spec is None:
-        return
-    spec = sc.spec
-    if spec.is_transformer:
-        from ..workloads.transformer.footprint import LORA_GROUPS, lora_modules
-        arch = spec.arch
-        names = set().union(*LORA_GROUPS.values()) | {"all-linear"}
-        valid = sorted(n for n in names if lora_modules(arch, [n])[1])
-
-        def known(t):
-            return t.lower() in {"all", "all_linear"} or bool(lora_modules(arch, [t])[1])
-    elif spec.family == "diffusion":
-        valid = list(DIFFUSION_LORA_TARGETS)
-
-        def known(t):
-            return t in DIFFUSION_LORA_TARGETS
-    else:
-        return
-    bad = [t for t in sc.lora.targets if not known(t)]
-    if bad:
-        raise VramplanError(f"lora.targets: {', '.join(repr(_short(b)) for b in bad)} "
-                            f"{'is not a module name' if len(bad) == 1 else 'are not module names'}"
-                            f" of {spec.id} ({spec.family}); valid: {', '.join(valid)}")
-
-
 def _estimate(sc, a, gpu: str | None = None) -> dict:
     """One Scenario (or the error load_scenarios returned for it) -> the estimate dict;
     `gpu` replaces the scenario's."""
@@ -172,7 +143,6 @@ def _estimate(sc, a, gpu: str | None = None) -> dict:
     if not sc.gpu:
         raise VramplanError("no GPU given: the scenario has no \"gpu\"; add one or pass "
                             "--gpu ID (see `vramplan gpus`)")
-    check_lora_targets(sc)
     est = estimate(sc)
     out = est.to_dict()
     if getattr(a, "advise", False):

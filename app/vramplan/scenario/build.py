@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ScenarioError, closest
 from ..readers import read_choice, read_json, read_obj
 from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
+from ..workloads.registry import unknown_lora_targets
 from .keys import BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, key, sub_names
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
@@ -21,7 +22,8 @@ from .rules import (default_precision, default_task, max_positions, model_given,
                     position_limit, positions_error, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
-__all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "read_parallel",
+__all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "check_lora_targets",
+           "read_parallel",
            "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable",
            "refuse_non_neutral", "KNOWN"]
 
@@ -145,6 +147,18 @@ def read_lora(v: Any) -> LoraConfig:
                       dropout=_sub("lora", d, "dropout", LoraConfig.dropout))
 
 
+def check_lora_targets(spec, targets) -> None:
+    """Refuse target names the model's workload would match to no module (they would silently
+    give a plan without those adapters), naming the valid ones (the family's declaration,
+    `vramplan.workloads.registry.unknown_lora_targets`)."""
+    bad, valid = unknown_lora_targets(spec, targets)
+    if bad:
+        names = ", ".join(repr(str(b)[:60]) for b in bad)
+        raise ScenarioError("lora.targets", f"{names} "
+                            f"{'is not a module name' if len(bad) == 1 else 'are not module names'}"
+                            f" of {spec.id} ({spec.family}); valid: {', '.join(valid)}")
+
+
 def read_parallel(v: Any) -> ParallelConfig:
     """gpus == data * tensor * pipeline * context; with gpus but no data, data is derived
     (must divide); with neither, data is 1."""
@@ -229,6 +243,8 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     f["attention"] = get("attention")
     f["lora"] = (read_lora(d["lora"]) if d.get("lora") is not None
                  else LoraConfig() if task in ("lora", "qlora") else None)
+    if f["lora"] is not None and spec is not None:
+        check_lora_targets(spec, f["lora"].targets)
     f["parallel"] = read_parallel(d["parallel"]) if d.get("parallel") is not None \
         else ParallelConfig()
     for name in ("offload", "options"):

@@ -18,10 +18,14 @@ class Family:
     name: the folder; families: the catalog families it estimates; tasks: {family: tasks};
     model_free_tasks: tasks without a model it estimates (render, volume, array);
     defaults: fn(task, spec) -> the contract keys the model decides (JSON values; spec is None
-    for a model-free task)."""
+    for a model-free task);
+    lora_targets: fn(spec, targets) -> (the names its footprint would adapt nothing for, the
+    valid names), None where the family takes no `lora` (the scenario refuses the unknown
+    ones: they would silently give a plan without those adapters)."""
 
     name: str
     families: tuple[str, ...] = ()
     tasks: dict[str, tuple[str, ...]] = field(default_factory=dict)
     model_free_tasks: tuple[str, ...] = ()
     defaults: Callable[[str, object], dict] = _no_defaults
+    lora_targets: Callable[[object, tuple], tuple[list, tuple]] | None = None

@@ -18,7 +18,7 @@ from .volume.family import FAMILY as VOLUME
 FAMILIES: tuple[Family, ...] = (TRANSFORMER, VISION, DIFFUSION, VOLUME, GRAPHICS, ARRAY)
 
 __all__ = ["FAMILIES", "families", "family_tasks", "family_defaults", "model_free_tasks",
-           "family_of", "declaration_for_task"]
+           "family_of", "declaration_for_task", "unknown_lora_targets"]
 
 
 def families() -> tuple[str, ...]:
@@ -55,3 +55,12 @@ def family_defaults(task: str, spec) -> dict:
     fam = (declaration_for_task(task) if spec is None
            else family_of(getattr(spec, "family", None) or ""))
     return dict(fam.defaults(task, spec) or {}) if fam is not None else {}
+
+
+def unknown_lora_targets(spec, targets) -> tuple[list, tuple]:
+    """(the `lora.targets` names `spec`'s footprint would adapt nothing for, the valid names);
+    ([], ()) for a family that declares no LoRA targets."""
+    fam = family_of(getattr(spec, "family", None) or "")
+    if fam is None or fam.lora_targets is None:
+        return [], ()
+    return fam.lora_targets(spec, tuple(targets))

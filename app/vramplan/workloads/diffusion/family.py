@@ -9,6 +9,17 @@ from ..family import Family
 TASKS = ("train", "lora", "forward", "denoise", "load")
 TEXT_ENCODERS = ("clip-text", "t5-encoder")
 SAMPLING_TASKS = ("forward", "denoise", "load")   # tasks that read `steps` and `guidance`
+# LoRA target names the denoiser's attention projections go by (diffusers' to_q / to_k / to_v /
+# to_out.0; the query / key / value and q_proj / k_proj / v_proj spellings of other ports):
+# footprint.py counts adapters on up to four of them per attention layer
+LORA_TARGETS = ("to_q", "to_k", "to_v", "to_out.0", "query", "key", "value", "q_proj",
+                "k_proj", "v_proj")
+
+
+def lora_target_check(spec, targets) -> tuple[list, tuple]:
+    """(the targets the denoiser has no module for, the valid names): exact names."""
+    bad = [t for t in targets if t not in LORA_TARGETS]
+    return bad, LORA_TARGETS if bad else ()
 
 def scenario_defaults(task: str, spec) -> dict:
     """What a scenario leaves out and the pipeline decides (the family's defaults hook), from
@@ -94,4 +105,5 @@ def check_geometry(spec, resolution, frames) -> tuple[int, int, list[str]]:
 
 
 FAMILY = Family(name="diffusion", families=DIFFUSION_FAMILIES,
-                tasks={f: TASKS for f in DIFFUSION_FAMILIES}, defaults=scenario_defaults)
+                tasks={f: TASKS for f in DIFFUSION_FAMILIES}, defaults=scenario_defaults,
+                lora_targets=lora_target_check)

@@ -22,7 +22,8 @@ from __future__ import annotations
 from ... import optimizers
 from ... import precision as P
 from ...hardware.capabilities import plan_warnings
-from .family import SAMPLING_TASKS, TASKS, TEXT_ENCODERS, check_geometry  # noqa: F401
+from .family import (LORA_TARGETS, SAMPLING_TASKS, TASKS, TEXT_ENCODERS,  # noqa: F401
+                     check_geometry)
 from .flops import denoiser_flops
 from ...vec import peak as peak_of
 from ...vec import pick, shown, to_int, truth, vmax
@@ -306,9 +307,7 @@ def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_
         lora = scenario.lora
         rank = getattr(lora, "rank", 8) if lora else 8
         targets = getattr(lora, "targets", ()) if lora else ()
-        n_t = max(1, min(4, sum(1 for t in targets if t in ("to_q", "to_k", "to_v", "to_out.0",
-                                                             "query", "key", "value", "q_proj",
-                                                             "k_proj", "v_proj"))))
+        n_t = max(1, min(4, sum(1 for t in targets if t in LORA_TARGETS)))
         trainable = _lora_params(den, rank, n_t)
         pbytes = 4
     else:
