@@ -61,7 +61,8 @@ def test_filters(capsys):
 def test_csv(capsys):
     rc, out, _ = run(capsys, "gpus", "--vendor", "google", "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert rc == 0 and {r["id"] for r in rows} == {"google-tpu-v4", "google-tpu-v5e", "google-tpu-v5p"}
+    assert rc == 0 and {r["id"] for r in rows} == {"google-tpu-v4", "google-tpu-v5e", "google-tpu-v5p",
+                                                      "google-tpu-v6e", "google-tpu7x"}
     assert next(r for r in rows if r["id"] == "google-tpu-v4")["memory_gib"] == "32.0"
 
 

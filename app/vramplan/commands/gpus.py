@@ -96,8 +96,10 @@ def describe(d: Device) -> str:
     kv("memory", f"{format_bytes(d.memory_bytes)} {d.memory_type} ({d.memory_bytes} bytes)"
        + (" unified" if d.unified_memory else ""))
     if d.usable_memory_bytes:
-        kv("usable (driver)", f"{format_bytes(d.usable_memory_bytes, 'MiB', 0)} "
-                              f"({d.usable_memory_bytes} bytes)")
+        kv("usable (GPU share)" if d.unified_memory else "usable (driver)",
+           f"{format_bytes(d.usable_memory_bytes, 'MiB', 0)} ({d.usable_memory_bytes} bytes)"
+           + (f" = {d.usable_memory_bytes / d.memory_bytes:.1%} of RAM" if d.unified_memory else ""))
+    kv("GPU share of RAM", d.usable_memory_note)
     bus = f"{d.bus_width_bits}-bit" if d.bus_width_bits else "bus ?"
     rate = f"{d.data_rate_gbps} Gbps/pin" if d.data_rate_gbps else "rate ?"
     kv("bandwidth", f"{d.bandwidth_gbs:g} GB/s ({bus} x {rate})")

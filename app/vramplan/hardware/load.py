@@ -10,6 +10,7 @@ from .. import safejson  # noqa: F401
 from ..errors import HwdbError
 from ..units import UnitError, bandwidth_gbs as _bus_bandwidth, parse_bytes
 from .model import Device, Source, System, squash
+from .unified import USABLE_RULES, usable_by_rule
 from .schema import (BANDWIDTH_TOLERANCE, DEVICE_FIELDS, DIFF_FIELDS, FRACTION_FIELDS,
                      MEMORY_TYPES, OWN_SOURCE_FIELDS, SOURCE_FIELDS, SUBTABLES, SYSTEM_FIELDS,
                      TOP_KEYS, GENERATION_FIELDS, CAPABILITIES)
@@ -218,6 +219,7 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
             raise HwdbError(file, did, fname, "value without source: no datasheet states it, so "
                                               "field_sources must name where it comes from")
     _check_consistency(t, file, did)
+    usable = _usable_memory(t, file, did)
     cc = t.get("compute_capability")
     if cc is not None and not re.fullmatch(r"\d+\.\d+", cc):
         raise HwdbError(file, did, "compute_capability", f"{cc!r} is not like '8.0'")
@@ -240,7 +242,9 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
     return Device(
         max_threads_per_sm=gen[0]["max_threads_per_sm"] if gen else None, capabilities=caps,
         id=did, vendor=t["vendor"], name=t["name"], memory_bytes=t["memory"],
-        usable_memory_bytes=t.get("usable_memory"), memory_type=t["memory_type"],
+        usable_memory_bytes=usable, memory_type=t["memory_type"],
+        usable_memory_rule=t.get("usable_memory_rule"),
+        usable_memory_note=t.get("usable_memory_note"),
         bus_width_bits=t.get("bus_width_bits"),
         data_rate_gbps=float(t["data_rate_gbps"]) if "data_rate_gbps" in t else None,
         bandwidth_gbs=float(t["bandwidth_gbs"]), bandwidth_note=t.get("bandwidth_note"),
@@ -253,6 +257,29 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
         form_factor=t["form_factor"], unified_memory=t.get("unified_memory", False),
         note=t.get("note"), aliases=tuple(t.get("aliases", ())), sources=srcs,
         field_sources=fsrc, file=file)
+
+
+def _usable_memory(t: dict, file: str, did: str) -> int | None:
+    """usable_memory, or what usable_memory_rule gives for `memory` (hardware/unified.py).
+    A unified-memory device must say in usable_memory_note what share of RAM its GPU gets."""
+    rule, unified = t.get("usable_memory_rule"), t.get("unified_memory", False)
+    if rule is None:
+        usable = t.get("usable_memory")
+    elif rule not in USABLE_RULES:
+        raise HwdbError(file, did, "usable_memory_rule", f"unknown rule {rule!r} (known: "
+                                                         f"{', '.join(sorted(USABLE_RULES))})")
+    elif not unified:
+        raise HwdbError(file, did, "usable_memory_rule", "a rule for the GPU's share of RAM "
+                                                         "needs unified_memory = true")
+    elif "usable_memory" in t:
+        raise HwdbError(file, did, "usable_memory_rule", "give usable_memory or "
+                                                         "usable_memory_rule, not both")
+    else:
+        usable = usable_by_rule(rule, t["memory"])
+    if unified and not t.get("usable_memory_note"):
+        raise HwdbError(file, did, "usable_memory_note", "a unified-memory device must say "
+                        "what share of RAM its GPU may use by default and how to change it")
+    return usable
 
 
 def _check_consistency(t: dict, file: str, did: str) -> None:

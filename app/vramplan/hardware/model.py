@@ -51,6 +51,10 @@ class Device:
     year: int | None = None
     form_factor: str | None = None
     unified_memory: bool = False
+    usable_memory_rule: str | None = None
+    """how usable_memory_bytes follows from memory_bytes (hardware/unified.py), or None"""
+    usable_memory_note: str | None = None
+    """unified memory: the GPU's share of RAM, the OS default and how to raise it"""
     note: str | None = None
     aliases: tuple[str, ...] = ()
     sources: tuple[Source, ...] = ()
@@ -75,6 +79,8 @@ class Device:
             "id": self.id, "vendor": self.vendor, "name": self.name,
             "memory_bytes": self.memory_bytes, "usable_memory_bytes": self.usable_memory_bytes,
             "memory_type": self.memory_type, "unified_memory": self.unified_memory,
+            "usable_memory_rule": self.usable_memory_rule,
+            "usable_memory_note": self.usable_memory_note,
             "bus_width_bits": self.bus_width_bits, "data_rate_gbps": self.data_rate_gbps,
             "bandwidth_gbs": self.bandwidth_gbs, "bandwidth_note": self.bandwidth_note,
             "achievable_bandwidth_fraction": self.achievable_bandwidth_fraction,

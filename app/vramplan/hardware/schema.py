@@ -15,6 +15,7 @@ DEVICE_FIELDS: dict[str, tuple] = {
     "compute_capability": (str, False, None), "year": (int, True, (2010, 2030)),
     "form_factor": (str, True, None),
     "memory": ("size", True, (1 * 2**30, 2**40)), "usable_memory": ("size", False, (2**30, 2**40)),
+    "usable_memory_rule": (str, False, None), "usable_memory_note": (str, False, None),
     "memory_type": (str, True, None), "unified_memory": (bool, False, None),
     "bus_width_bits": (int, False, (64, 16384)), "data_rate_gbps": (_NUM, False, (0.5, 40.0)),
     "bandwidth_gbs": (_NUM, True, (50.0, 20000.0)), "bandwidth_note": (str, False, None),
@@ -46,7 +47,7 @@ INTERCONNECT_FIELDS = {
 SUBTABLES = {"hierarchy": HIERARCHY_FIELDS, "throughput": THROUGHPUT_FIELDS,
              "sparse_throughput": THROUGHPUT_FIELDS, "interconnect": INTERCONNECT_FIELDS}
 # values that no general datasheet states: each needs its own entry in field_sources
-OWN_SOURCE_FIELDS = ("usable_memory", "achievable_bandwidth_fraction")
+OWN_SOURCE_FIELDS = ("usable_memory", "usable_memory_rule", "achievable_bandwidth_fraction")
 SYSTEM_FIELDS: dict[str, tuple] = {
     "id": (str, True, None), "vendor": (str, True, None), "name": (str, True, None),
     "gpu": (str, True, None), "gpu_count": (int, True, (1, 1024)),

@@ -131,8 +131,8 @@ def device_card_html(d: Mapping[str, Any], sources: Mapping[str, Any] | None = N
             f"<div><h3>{_('Dense throughput')}</h3>{_rows(tp_rows)}</div>"
             f"<div><h3>{_('Links &amp; power')}</h3>{_rows(links)}</div>")
 
-    notes = [n for n in (d.get("bandwidth_note"), d.get("achievable_bandwidth_note"), d.get("note"))
-             if n]
+    notes = [n for n in (d.get("usable_memory_note"), d.get("bandwidth_note"),
+                         d.get("achievable_bandwidth_note"), d.get("note")) if n]
     note_html = "".join(f"<div class='vp-note' lang='en'>{_e(n)}</div>" for n in notes)
     aliases = d.get("aliases") or []
     if aliases:
