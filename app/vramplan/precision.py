@@ -1,13 +1,12 @@
 """Bytes per element for each precision of the contract, and weight-storage formats.
 
 Why: weights, activations and optimizer states each take their own dtype under a precision
-setting; quantised formats (int8 / int4 / nf4 / fp8) add scales and keep some layers in 16 bit.
+setting; quantised formats (int8 / int4 / nf4 / fp8 / mxfp4 / nvfp4) add scales and keep some layers in 16 bit.
 """
 from __future__ import annotations
 
-PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
-              "nf4")
-QUANTIZED = ("fp8", "int8", "int4", "nf4")
+from .vocab import PRECISIONS  # noqa: F401 (re-exported: diffusion reads P.PRECISIONS)
+from .vocab import QUANTISED as QUANTIZED
 
 # Bytes per stored weight element of the format, scales included (per quantised parameter).
 #   int8: bitsandbytes LLM.int8 (Int8Params): 1 B + one fp32 row scale (SCB) per output row,
@@ -17,11 +16,21 @@ QUANTIZED = ("fp8", "int8", "int4", "nf4")
 #   nf4:  bitsandbytes / torchao NF4 with double quantisation: 0.5 B + int8 absmax per 64-block
 #         (1/64 B) + fp32 scale per 256 absmax values (4 / (64*256) B).
 #   fp8:  e4m3 storage + one fp32 scale per output channel (optimum-quanto / torchao): 1 B + ~0.
+#   mxfp4: OCP Microscaling v1.0 (MXFP4): 4-bit E2M1 values + one 8-bit E8M0 shared scale per
+#         block of 32 -> 0.5 + 1/32 B = 4.25 bits (transformers integrations/mxfp4.py stores
+#         `_blocks` uint8 [.., 16] and `_scales` uint8 [..] per 32 values).
+#   nvfp4: NVIDIA NVFP4: 4-bit E2M1 values + one FP8 E4M3 scale per block of 16 + one fp32
+#         per-tensor scale (~0 per param) -> 0.5 + 1/16 B = 4.5 bits (TensorRT Model Optimizer /
+#         compressed-tensors "nvfp4-pack-quantized": weight_packed, weight_scale, weight_global_scale).
+# The exact format of a checkpoint that ships quantised (its group size, double quantisation,
+# block scales) is read from config.json's `quantization_config` (catalog/weight_formats.py).
 WEIGHT_FORMAT_BYTES = {
     "int8": 1.0 + 4.0 / 4096,
     "int4": 0.5 + 2.5 / 128,
     "nf4": 0.5 + 1.0 / 64 + 4.0 / (64 * 256),
     "fp8": 1.0 + 4.0 / 4096,
+    "mxfp4": 0.5 + 1.0 / 32,
+    "nvfp4": 0.5 + 1.0 / 16,
 }
 
 

@@ -35,10 +35,11 @@ LORA_TASKS = ("lora", "qlora", "load", "forward", "generate", "serve", "denoise"
 
 # ---- numbers and how they are stored -----------------------------------------------------------
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
-              "nf4")
-QUANTISED = ("fp8", "int8", "int4", "nf4")        # weight formats: inference or QLoRA bases
+              "nf4", "mxfp4", "nvfp4")
+# weight formats: inference or QLoRA bases (mxfp4 / nvfp4: the OCP MX and NVIDIA 4-bit floats)
+QUANTISED = ("fp8", "int8", "int4", "nf4", "mxfp4", "nvfp4")
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp16-mixed": 2, "bf16-mixed": 2,
-                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5}
+                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5, "mxfp4": 0.5, "nvfp4": 0.5}
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 # ---- how a job runs ------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from ..errors import ScenarioError
+from .layer_config import extras, layer_facts
 from .transformer_arch import TransformerArch
 
 # model_type -> (kind, style). `style` selects the reader below; any type not listed is read as
@@ -31,6 +32,9 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "qwen3_moe": ("decoder", "llama"), "gemma": ("decoder", "llama"),
     "gemma2": ("decoder", "llama"), "phi3": ("decoder", "llama"),
     "granite": ("decoder", "llama"), "olmo2": ("decoder", "llama"),
+    "gpt_oss": ("decoder", "llama"), "gemma3_text": ("decoder", "llama"),
+    "qwen3_next": ("decoder", "llama"), "llama4_text": ("decoder", "llama"),
+    "granitemoehybrid": ("decoder", "llama"),
     "generic": ("decoder", "llama"),
     "phi": ("decoder", "phi"), "gpt2": ("decoder", "gpt2"), "gpt_bigcode": ("decoder", "gpt2"),
     "opt": ("decoder", "opt"), "falcon": ("decoder", "falcon"), "bloom": ("decoder", "bloom"),
@@ -179,6 +183,8 @@ def arch_from_config(config: dict) -> TransformerArch:
     tied = r.bool("tie_word_embeddings", mt not in _UNTIED_BY_DEFAULT)
     reader = _READERS[style]
     arch = dataclasses.replace(reader(r, mt, kind, tied), **_kernel_facts(r, mt, style))
+    if style == "llama":   # per-layer kinds, mixers, model-type extras, the shipped format
+        arch = dataclasses.replace(arch, **layer_facts(r, mt, arch.layers))
     if arch.heads % max(arch.kv_heads, 1):
         raise _bad(f"num_attention_heads ({arch.heads}) must be a multiple of the KV heads "
                    f"({arch.kv_heads})")
@@ -211,8 +217,17 @@ def _llama(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         ffn = moe_ffn
     if experts and not moe_ffn:
         moe_ffn = ffn  # Mixtral: experts are full-width MLPs
-    shared_ffn = r.int("shared_expert_intermediate_size", default=0, minimum=0) if experts else 0
-    norms = 4 if mt == "gemma2" else 2
+    shared_ffn = r.int("shared_expert_intermediate_size", "shared_intermediate_size", default=0,
+                       minimum=0) if experts else 0
+    shared, dense_first = 0, 0
+    if mt == "llama4_text":   # Llama4TextMoe: a shared expert as wide as the routed ones;
+        # MoE every `interleave_moe_layer_step`th layer, the others dense of intermediate_size_mlp
+        step = r.int("interleave_moe_layer_step", default=1)
+        shared, dense_first = 1, layers - layers // step
+        ffn, moe_ffn = r.int("intermediate_size_mlp", default=ffn), ffn
+    if mt == "granitemoehybrid" and not experts:
+        ffn = r.int("shared_intermediate_size", default=ffn)
+    norms = 4 if mt in ("gemma2", "gemma3_text") else 2
     qkv_bias = mt in ("qwen2", "qwen2_moe") or r.bool("attention_bias", False)
     return TransformerArch(
         model_type=mt, kind=kind, layers=layers, decoder_layers=0, hidden=hidden, heads=heads,
@@ -223,7 +238,8 @@ def _llama(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         num_experts=experts,
         experts_per_token=r.int("num_experts_per_tok", default=2 if experts else 0, minimum=0),
         moe_ffn=moe_ffn, shared_expert_ffn=shared_ffn, norms_per_layer=norms,
-        extra={"model_type": mt, "qk_norm": mt in ("qwen3", "qwen3_moe")})
+        shared_experts=shared, first_dense_layers=dense_first,
+        extra={"model_type": mt, "qk_norm": mt in ("qwen3", "qwen3_moe"), **extras(r, mt)})
 
 
 def _deepseek(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:

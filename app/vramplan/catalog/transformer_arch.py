@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ScenarioError
 from ..vocab import TRANSFORMER_FAMILIES
+from . import mixers
 
 KINDS = TRANSFORMER_FAMILIES  # a transformer's kind is its family
 
@@ -59,6 +60,11 @@ class TransformerArch:
     hidden_dropout: float = 0.0    # dropout on embeddings and block outputs
     attention_dropout: float = 0.0  # dropout on the attention probabilities
     softmax_upcast: bool = True    # eager attention: softmax in fp32 for 16-bit inputs
+    layer_kinds: tuple = ()        # per layer: full / sliding / chunked / linear / mamba (); all full
+    window: int = 0                # tokens a sliding / chunked layer attends to (and caches)
+    mixer: dict | None = None      # linear-attention / Mamba2 dims (catalog/mixers.py)
+    weight_format: object = field(default=None, compare=False)
+    """the shipped format of a checkpoint saved quantised (catalog/weight_formats.WeightFormat)"""
     extra: dict = field(default_factory=dict, compare=False)
     """model-type details the counts need (opt projection dims, t5 buckets, falcon qkv layout)"""
 
@@ -145,18 +151,20 @@ class TransformerArch:
         out["norms"] = L * self.norms_per_layer * self._norm_params(h)
         if x.get("qk_norm"):  # Qwen3: RMSNorm over q and k heads
             out["norms"] += L * 2 * self.head_dim
+        if self.layer_kinds or x.get("attention_sinks") or x.get("attn_output_gate"):
+            mixers.adjust_breakdown(self, out)
         dense_layers = L - self.moe_layers
         out["mlp"] = dense_layers * self._mlp(self.ffn)
         if self.is_moe:
-            per_layer = self.num_experts * self._mlp(self.moe_ffn, bias=False)
+            per_layer = self.num_experts * self._mlp(self.moe_ffn, bias=x.get("expert_bias", False))
             per_layer += self.shared_experts * self._mlp(self.moe_ffn, bias=False)
             if self.shared_expert_ffn:
                 per_layer += self._mlp(self.shared_expert_ffn, bias=False)
             out["mlp"] += self.moe_layers * per_layer
             router = self.num_experts * h
-            if x.get("router_bias_correction"):
+            if x.get("router_bias_correction") or x.get("router_bias"):
                 router += self.num_experts
-            if self.shared_expert_ffn:
+            if self.shared_expert_ffn and x.get("shared_gate", True):
                 router += h  # shared_expert_gate: hidden -> 1
             out["router"] = self.moe_layers * router
         if x.get("final_norm", True):
@@ -184,6 +192,18 @@ class TransformerArch:
     def param_count(self) -> int:
         """Parameters of the model a job loads (see module docstring)."""
         return int(sum(self.param_breakdown().values()))
+
+    def param_groups(self) -> dict[str, int]:
+        """Parameters by what a weight format may quantise: attention (every token mixer),
+        mlp (dense MLPs and shared experts), experts (the routed experts), router (with a
+        pooler), embeddings, lm_head, norms. Sums to `param_count()`."""
+        bd = self.param_breakdown()
+        experts = self.moe_layers * self.num_experts * self._mlp(
+            self.moe_ffn, bias=self.extra.get("expert_bias", False)) if self.is_moe else 0
+        return {"attention": bd["attention"], "mlp": bd["mlp"] - experts, "experts": experts,
+                "router": bd["router"] + bd["pooler"],
+                "embeddings": bd["embeddings"] + bd["position_embeddings"],
+                "lm_head": bd["lm_head"], "norms": bd["norms"]}
 
     def base_param_count(self) -> int:
         """What `AutoModel.from_config` builds: `param_count()` less an untied lm_head."""
@@ -226,7 +246,11 @@ class TransformerArch:
         return int(2 * self.decoder_layers * self.heads * self.head_dim * dtype_bytes)
 
     def to_dict(self) -> dict:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "extra"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__
+             if k not in ("extra", "weight_format")}
+        d["layer_kinds"] = list(self.layer_kinds)
+        if self.weight_format is not None:
+            d["weight_format"] = self.weight_format.describe(self.hidden)
         d["param_count"] = self.param_count()
         return d
 

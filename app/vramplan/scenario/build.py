@@ -235,6 +235,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         if err is not None:
             raise err
 
+    defaults["precision"] = model_given(task, spec).get("precision", defaults["precision"])
     f["precision"] = read_precision(d["precision"], task, defaults["precision"]) \
         if d.get("precision") is not None else defaults["precision"]
     for name in ("optimizer", "gradient_accumulation", "checkpointing"):

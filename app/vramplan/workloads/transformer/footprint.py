@@ -16,7 +16,7 @@ from ...hardware.capabilities import compute_dtype, plan_warnings
 from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ..base import Footprint
-from . import encdec, traffic
+from . import encdec, engine, formats, layer_types, traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from .lora import LORA_GROUPS, lora_modules
@@ -93,8 +93,7 @@ class _Ctx(Training):
 
     # ---- helpers -------------------------------------------------------------------------
     def base_weight_bytes(self, fmt: str | None = None) -> int:
-        fmt = fmt or self.prec
-        return prec_mod.weights_bytes(self.blocks_g, self.norms_g + self.embed_g, fmt)
+        return formats.weight_bytes(self, fmt or self.prec)   # shipped formats: formats.py
 
     def resident_weight_bytes(self, fmt: str | None = None) -> int:
         """Weights on the GPU between steps: all of them, or with offload 'params' at inference
@@ -226,11 +225,11 @@ class _Ctx(Training):
         n = int(self.sc.new_tokens or 0)
         w = self.resident_weight_bytes()
         kv_b = 4 if self.p == 4 else 2
-        kvpt = a.kv_bytes_per_token(kv_b, mla_latent=False) // self.L.tensor
+        cache = layer_types.cache_fn(a, kv_b, self.L.tensor, mla_latent=False)  # per sequence
         legacy_cache = ((self.sc.attention or "sdpa") == "eager"
                         and "dynamic-cache" not in self.opts and "static-cache" not in self.opts)
         legacy_cache = legacy_cache or "legacy-cache" in self.opts
-        kv_prompt = b * s * kvpt
+        kv_prompt = b * cache(s)
         T = b * s
         layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor
         scores = 0
@@ -249,13 +248,14 @@ class _Ctx(Training):
         prefill = {"weights": w, "kv_cache": kv_prompt, "activations": prefill_act}
         phases = {"prefill": prefill}
         if "static-cache" in self.opts:
-            prefill["kv_cache"] = b * (s + n) * kvpt
+            prefill["kv_cache"] = b * cache(s + n)
         if n > 1:
-            kv_final = b * (s + n - 1) * kvpt
+            kv_final = b * cache(s + n - 1)
             if "static-cache" in self.opts:
-                kv_final, tmp = b * (s + n) * kvpt, 0
+                kv_final, tmp = b * cache(s + n), 0
             elif legacy_cache:   # tuple cache: the caller holds the old tuple while every layer
-                tmp = kv_final - b * kvpt   # torch.cat's a new one -> two caches at the end
+                tmp = kv_final - b * (cache(s + n - 1) - cache(s + n - 2))   # torch.cat's a new
+                # one -> two caches at the end
             else:                # DynamicCache: one layer's old and new tensors at once
                 tmp = kv_final // max(1, a.layers)
             dec_logits = self.logits_peak(b, False)
@@ -268,17 +268,24 @@ class _Ctx(Training):
             "copy) and last-position logits (options dynamic-cache / static-cache / "
             "legacy-cache override)")
         peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
-        bw = self._generate_bw(kvpt, prefill_act, n)
+        bw = self._generate_bw(cache, prefill_act, n)
+        self._layer_notes(kv_b)
         return self._fp(comps, peak, phases, to_int(vmax(logits, kv_final // max(1, a.layers) if n > 1 else 0)), bw)
 
-    def _generate_bw(self, kvpt: int, prefill_act: int, n: int) -> dict:
+    def _layer_notes(self, kv_b: float) -> None:
+        """The per-layer cache and the shipped weight format, where they apply."""
+        for line in (layer_types.note(self.arch, kv_b), formats.note(self.arch, self.prec)):
+            if line:
+                self.notes.append(line)
+
+    def _generate_bw(self, cache, prefill_act: int, n: int) -> dict:
         """One decode step of the batch (b sequences, one new token each, at the average
         context s + n/2); with no new tokens the step is the prefill."""
         b, s = self.b, self.s
         dt = compute_dtype(self.prec, self.opts)
         if n < 1:
             w = traffic.moved_weight_bytes(self, b * s)
-            step = w + b * s * kvpt + 2 * prefill_act
+            step = w + b * cache(s) + 2 * prefill_act
             self._moe_note(b * s)
             return self._offload_bw({
                 "bytes_per_step": to_int(step), "tokens_per_step": b * s,
@@ -286,7 +293,7 @@ class _Ctx(Training):
                 "compute_dtype": dt}, w)
         ctx = s + n // 2
         w = traffic.moved_weight_bytes(self, b)
-        kv = kvpt * b * ctx
+        kv = b * cache(ctx)
         self.notes.append(f"generate bandwidth: one decode step of the batch ({shown(b)} sequences, one "
                           f"token each) at the average context {ctx:,} tokens (prompt + half "
                           "the new tokens): weights read once per step plus every sequence's "
@@ -326,7 +333,9 @@ class _Ctx(Training):
         kv = max(0, int(util * total) - w - act - non_torch)
         kv_dtype = (sv.kv_cache_dtype if sv else "auto")
         kv_b = 1 if kv_dtype.startswith("fp8") else 2
-        kvpt = max(1, a.kv_bytes_per_token(kv_b) // self.L.tensor)
+        kvpt = max(1, layer_types.growth_per_token(a, kv_b, self.L.tensor))
+        seq_bytes = layer_types.cache_fn(a, kv_b, self.L.tensor, engine="vllm", state_b=2)
+        self._layer_notes(kv_b)
         self.notes.append(
             f"serve: vLLM-style engine; KV pool = {util:.2f} x GPU memory - weights - profiled "
             f"activation peak - non-torch memory = {kv / 2**30:.2f} GiB")
@@ -334,7 +343,7 @@ class _Ctx(Training):
         comps = {"weights": w, "kv_cache": kv, "activations": act}
         # vLLM's "maximum concurrency": requests of the stated length the pool holds, capped
         # by the scheduler's max_num_seqs; the decode step runs min(batch_size, that)
-        cap, bw, note = traffic.serve_step(self, kv, kvpt, seqs, mml)
+        cap, bw, note = traffic.serve_step(self, kv, kvpt, seqs, mml, seq_bytes)
         self.notes.append(note)
         if bw.get("tokens_per_step"):
             bw["compute_dtype"] = compute_dtype(self.prec, self.opts)
@@ -351,3 +360,8 @@ class _Ctx(Training):
                                for k, ph in phases.items()},
                        largest_allocation=to_int(largest), bandwidth=bw or {}, notes=self.notes)
         return fp
+        fp.serving = engine.start_check(kv, kvpt, mml, cap, max_positions(self.sc.spec), seq_bytes)
+        if not fp.serving["engine_starts"]:
+            if cap or fp.serving["reason"] == engine.NO_KV_MEMORY:  # else serve_step said so
+                self.notes.append("serve: the engine does not start: " + fp.serving["why"])
+            fp.batch_capacity = 0

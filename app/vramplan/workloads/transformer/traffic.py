@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ... import precision as prec_mod
 from ...vec import to_int
+from . import formats
 
 
 def expert_params(arch) -> int:
@@ -45,7 +46,9 @@ def moved_weight_bytes(ctx, tokens: int, fmt: str | None = None) -> int:
         return w
     E = a.num_experts
     n = int(a.moe_layers * E * expert_params(a) * ctx.stage_frac / ctx.L.tensor)
-    eb = prec_mod.weights_bytes(n, 0, fmt or ctx.prec)
+    fmt = fmt or ctx.prec
+    eb = prec_mod.weights_bytes(n, 0, fmt) if formats.shipped(a, fmt) is None \
+        else int(n * formats.expert_bytes_per_param(a, fmt))
     idle = 1.0 - experts_touched(E, a.experts_per_token, tokens) / E
     return int(w - eb * idle)
 
@@ -70,6 +73,11 @@ def attention_flops(arch, context: float) -> float:
         v = arch.heads * m["v_head_dim"]
     else:
         qk = v = arch.heads * arch.head_dim
+    if arch.layer_kinds:   # windowed layers attend to at most `window` keys; linear / Mamba2
+        # layers' state update is a matmul of their projections (counted in matmul_params)
+        full = sum(k == "full" for k in arch.layer_kinds)
+        windowed = sum(k in ("sliding", "chunked") for k in arch.layer_kinds)
+        return 2.0 * (qk + v) * (full * context + windowed * min(context, arch.window))
     return 2.0 * context * (qk + v) * arch.total_layers
 
 
@@ -120,7 +128,8 @@ def inference_flops(ctx, tokens: int, context: float, encdec: bool = False) -> i
     return per_gpu(ctx, tokens * (2 * matmul_params(a) + attention_flops(a, context)))
 
 
-def serve_step(ctx, kv_pool: int, kv_per_token: int, max_num_seqs: int, max_model_len: int):
+def serve_step(ctx, kv_pool: int, kv_per_token: int, max_num_seqs: int, max_model_len: int,
+               seq_bytes=None):
     """The engine's pool and its decode step at the stated length.
 
     Returns (capacity, bandwidth dict, note). batch = the sequences decoded together in one
@@ -130,14 +139,15 @@ def serve_step(ctx, kv_pool: int, kv_per_token: int, max_num_seqs: int, max_mode
     sequence's KV at that length, so it moves at most weights + the pool."""
     length = max(1, min(ctx.s, max_model_len))
     pool_tokens = kv_pool // max(1, kv_per_token)
-    capacity = int(min(max_num_seqs, pool_tokens // length))
+    seq_bytes = seq_bytes or (lambda t: t * kv_per_token)   # per-layer kinds: layer_types.py
+    capacity = int(min(max_num_seqs, kv_pool // max(1, seq_bytes(length))))
     running = int(min(ctx.b, capacity))
     bw = {"kv_pool_bytes": int(kv_pool), "kv_pool_tokens": int(pool_tokens),
           "kv_bytes_per_token": int(kv_per_token), "context_tokens": int(length),
           "concurrent_sequences": running}
     if running:
         w = moved_weight_bytes(ctx, running)
-        kv_read = running * length * kv_per_token
+        kv_read = running * seq_bytes(length)
         step = w + kv_read
         bw.update({"bytes_per_step": int(step), "tokens_per_step": running,
                    "bytes_per_token": step / running, "weight_bytes_per_step": int(w),

@@ -1,0 +1,99 @@
+"""Per-layer facts of a config.json: layer kinds, window, the linear / Mamba2 mixer, the
+model-type extras the parameter count needs, and the shipped weight format.
+
+Layer kinds, from each config class's defaults (transformers 4.5x):
+* `layer_types` when the config lists it: "full_attention" / "attention" -> full,
+  "sliding_attention" -> sliding (window `sliding_window`), "chunked_attention" -> chunked
+  (window `attention_chunk_size`), "linear_attention" -> linear, "mamba" -> mamba.
+* gemma2 (Gemma2Config): sliding where `(i + 1) % 2`; gemma3_text (Gemma3TextConfig): sliding
+  where `(i + 1) % sliding_window_pattern` (default 6), full otherwise.
+* qwen3_next (Qwen3NextConfig): linear where `(i + 1) % full_attention_interval` (default 4).
+* llama4_text (Llama4TextConfig): `no_rope_layers[i]` 1 (RoPE) -> chunked, 0 (NoPE) -> full;
+  default every `no_rope_layer_interval` (4)th layer NoPE.
+Other model types (Mistral's single `sliding_window` included) keep every layer full.
+"""
+from __future__ import annotations
+
+from ..errors import ScenarioError
+from .weight_formats import weight_format
+
+_NAMES = {"full_attention": "full", "attention": "full", "sliding_attention": "sliding",
+          "chunked_attention": "chunked", "linear_attention": "linear", "mamba": "mamba"}
+
+
+def _bad(msg: str) -> ScenarioError:
+    return ScenarioError("architecture", msg)
+
+
+def _kinds(r, mt: str, layers: int) -> tuple:
+    given = r.cfg.get("layer_types")
+    if given is not None:
+        if not isinstance(given, list) or len(given) != layers:
+            raise _bad(f"'layer_types' must list one type per layer ({layers}), got {given!r}"[:200])
+        out = []
+        for t in given:
+            if t not in _NAMES:
+                raise _bad(f"'layer_types' has '{t}'; vramplan reads {', '.join(_NAMES)}")
+            out.append(_NAMES[t])
+        return tuple(out)
+    if mt in ("gemma2", "gemma3_text"):
+        n = 2 if mt == "gemma2" else r.int("sliding_window_pattern", default=6)
+        return tuple("sliding" if (i + 1) % n else "full" for i in range(layers))
+    if mt == "qwen3_next":
+        n = r.int("full_attention_interval", default=4)
+        return tuple("linear" if (i + 1) % n else "full" for i in range(layers))
+    if mt == "llama4_text":
+        nope = r.cfg.get("no_rope_layers") or [
+            int((i + 1) % r.int("no_rope_layer_interval", default=4) != 0) for i in range(layers)]
+        if not isinstance(nope, list) or len(nope) != layers:
+            raise _bad(f"'no_rope_layers' must list 0 / 1 per layer ({layers})")
+        return tuple("chunked" if x else "full" for x in nope)
+    return ()
+
+
+def _mixer(r, kinds: tuple) -> dict | None:
+    if "linear" in kinds:
+        return {"type": "linear", "nk": r.int("linear_num_key_heads"),
+                "nv": r.int("linear_num_value_heads"), "dk": r.int("linear_key_head_dim"),
+                "dv": r.int("linear_value_head_dim"),
+                "kernel": r.int("linear_conv_kernel_dim", default=4)}
+    if "mamba" in kinds:
+        hidden = r.int("hidden_size")
+        heads = r.int("mamba_n_heads")
+        return {"type": "mamba", "heads": heads,
+                "head_dim": r.int("mamba_d_head",
+                                  default=r.int("mamba_expand", default=2) * hidden // heads),
+                "state": r.int("mamba_d_state", default=128),
+                "groups": r.int("mamba_n_groups", default=1),
+                "kernel": r.int("mamba_d_conv", default=4),
+                "conv_bias": r.bool("mamba_conv_bias", True),
+                "proj_bias": r.bool("mamba_proj_bias", False)}
+    return None
+
+
+def extras(r, mt: str) -> dict:
+    """Model-type details the parameter count needs (each module cited)."""
+    if mt == "gpt_oss":   # GptOssAttention: o_proj bias + sinks; GptOssExperts / TopKRouter biases
+        return {"o_bias": r.bool("attention_bias", True), "attention_sinks": True,
+                "expert_bias": True, "router_bias": True}
+    if mt == "qwen3_next":  # Qwen3NextAttention: q_proj emits queries and an output gate
+        return {"qk_norm": True, "attn_output_gate": r.bool("attn_output_gate", True)}
+    if mt == "gemma3_text":  # Gemma3Attention: q_norm / k_norm over head_dim
+        return {"qk_norm": True}
+    if mt == "granitemoehybrid":  # GraniteMoeSharedMLP has no gate
+        return {"shared_gate": False}
+    return {}
+
+
+def layer_facts(r, mt: str, layers: int) -> dict:
+    """dataclasses.replace kwargs for a TransformerArch read from `r` (a hf_config._Reader)."""
+    kinds = _kinds(r, mt, layers)
+    window = 0
+    if "sliding" in kinds:
+        window = r.int("sliding_window")
+    elif "chunked" in kinds:
+        window = r.int("attention_chunk_size")
+    out = {"layer_kinds": kinds if any(k != "full" for k in kinds) else (),
+           "window": window, "mixer": _mixer(r, kinds),
+           "weight_format": weight_format(r.cfg.get("quantization_config"))}
+    return out

@@ -1,0 +1,91 @@
+"""Token mixers other than full softmax attention: their parameters and their per-sequence state.
+
+A `TransformerArch` with `layer_kinds` has one of these per layer (transformers 4.5x modelling
+code, each cited where it is read):
+
+* `full` / `sliding` / `chunked`: softmax attention (q, k, v, o); a sliding layer (Gemma 2/3,
+  gpt-oss: `layer_types` "sliding_attention" + `sliding_window`) and a chunked layer (Llama 4:
+  `attention_chunk_size`, the layers `no_rope_layers` marks as using RoPE) have the same weights
+  and attend to at most `window` keys.
+* `linear`: Qwen3-Next's Gated DeltaNet (models/qwen3_next/modeling_qwen3_next.py,
+  `Qwen3NextGatedDeltaNet`): in_proj_qkvz hidden -> 2 key_dim + 2 value_dim, in_proj_ba hidden ->
+  2 nv, a depthwise conv1d over conv_dim = 2 key_dim + value_dim (no bias), dt_bias and A_log
+  (nv each), a gated RMSNorm of head_v_dim, out_proj value_dim -> hidden. Its cache
+  (`Qwen3NextDynamicCache`): conv_states [conv_dim, kernel] and recurrent_states
+  [nv, head_k_dim, head_v_dim] per sequence.
+* `mamba`: Mamba2 (models/granitemoehybrid/modeling_granitemoehybrid.py,
+  `GraniteMoeHybridMambaLayer`, as Bamba): intermediate = n_heads * d_head, conv_dim =
+  intermediate + 2 n_groups d_state; in_proj hidden -> intermediate + conv_dim + n_heads, conv1d
+  conv_dim x d_conv (+ bias), dt_bias / A_log / D (n_heads each), a gated RMSNorm of
+  intermediate, out_proj intermediate -> hidden. Its cache (`HybridMambaAttentionDynamicCache`):
+  conv_states [conv_dim, d_conv] and ssm_states [n_heads, d_head, d_state] per sequence.
+
+Attention sinks (gpt-oss `GptOssAttention.sinks`: one learned logit per head) and Qwen3-Next's
+output gate (`attn_output_gate`: q_proj emits a gate as wide as the queries) add parameters.
+"""
+from __future__ import annotations
+
+ATTENTION_KINDS = ("full", "sliding", "chunked")
+KINDS = ATTENTION_KINDS + ("linear", "mamba")
+
+
+def linear_params(m: dict, hidden: int) -> int:
+    """One Gated DeltaNet layer's parameters (Qwen3NextGatedDeltaNet)."""
+    kd, vd = m["nk"] * m["dk"], m["nv"] * m["dv"]
+    conv = 2 * kd + vd
+    return (hidden * (2 * kd + 2 * vd) + hidden * 2 * m["nv"] + conv * m["kernel"]
+            + 2 * m["nv"] + m["dv"] + vd * hidden)
+
+
+def mamba_params(m: dict, hidden: int) -> int:
+    """One Mamba2 layer's parameters (GraniteMoeHybridMambaLayer / BambaMixer)."""
+    inner = m["heads"] * m["head_dim"]
+    conv = inner + 2 * m["groups"] * m["state"]
+    proj_bias = m.get("proj_bias", False)
+    n = hidden * (inner + conv + m["heads"]) + (inner + conv + m["heads"]) * proj_bias
+    n += conv * m["kernel"] + conv * m.get("conv_bias", True)
+    n += 3 * m["heads"] + inner + inner * hidden + hidden * proj_bias
+    return n
+
+
+def state_elements(arch) -> tuple[int, int]:
+    """(conv-state, recurrent/SSM-state) elements one sequence keeps per linear / Mamba2 layer."""
+    m = arch.mixer or {}
+    if m.get("type") == "linear":
+        conv = 2 * m["nk"] * m["dk"] + m["nv"] * m["dv"]
+        return conv * m["kernel"], m["nv"] * m["dk"] * m["dv"]
+    if m.get("type") == "mamba":
+        inner = m["heads"] * m["head_dim"]
+        conv = inner + 2 * m["groups"] * m["state"]
+        return conv * m["kernel"], m["heads"] * m["head_dim"] * m["state"]
+    return 0, 0
+
+
+def count(arch, kinds) -> int:
+    """Layers of `arch` whose kind is in `kinds` (every layer is full attention without
+    layer_kinds)."""
+    if not arch.layer_kinds:
+        return arch.layers if "full" in kinds else 0
+    return sum(1 for k in arch.layer_kinds if k in kinds)
+
+
+def adjust_breakdown(arch, out: dict) -> None:
+    """Correct `param_breakdown`'s per-layer attention for the layer kinds, sinks, output
+    gates and attention-only q/k norms (in place)."""
+    x, h = arch.extra, arch.hidden
+    n_att = count(arch, ATTENTION_KINDS)
+    others = arch.layers - n_att
+    attn = out["attention"] // max(1, arch.layers)
+    q_out = arch.heads * arch.head_dim
+    if x.get("attn_output_gate"):
+        attn += h * q_out
+    if x.get("o_bias"):
+        attn += h
+    if x.get("attention_sinks"):
+        attn += arch.heads
+    m = arch.mixer or {}
+    mixer = (linear_params(m, h) if m.get("type") == "linear"
+             else mamba_params(m, h) if m.get("type") == "mamba" else attn)
+    out["attention"] = n_att * attn + others * mixer
+    if x.get("qk_norm"):    # q_norm / k_norm only on the attention layers
+        out["norms"] -= others * 2 * arch.head_dim

@@ -1,0 +1,91 @@
+"""What each layer kind keeps per sequence: the KV cache of full, sliding and chunked attention
+layers, and the constant state of linear-attention and Mamba2 layers.
+
+Per decoder layer (`TransformerArch.layer_kinds`, catalog/layer_config.py):
+
+* full attention: K and V of every token, `2 * kv_heads * head_dim * bytes` per token.
+* sliding window (Gemma 2/3, gpt-oss) and chunked local attention (Llama 4): at most `window`
+  tokens. transformers `cache_utils.DynamicSlidingWindowLayer` (which HF builds for
+  "sliding_attention" layers, and for "chunked_attention" with `attention_chunk_size` as the
+  window) keeps the last `window - 1` tokens after a step and holds `window` during it (the
+  step's new token concatenated); vLLM's hybrid KV-cache manager
+  (`vllm/v1/core/single_type_kv_cache_manager.py`, SlidingWindowManager /
+  ChunkedLocalAttentionManager) frees the blocks outside the window. Counted as `window` tokens.
+* linear attention (Qwen3-Next Gated DeltaNet, `Qwen3NextDynamicCache`) and Mamba2 (Granite
+  4.0-H / Nemotron-H, `HybridMambaAttentionDynamicCache`; vLLM's MambaManager: one state per
+  request): a conv state `[conv_dim, kernel]` and a recurrent / SSM state, whatever the length
+  (catalog/mixers.state_elements). The Gated DeltaNet recurrent state is fp32 under
+  transformers (torch_chunk_gated_delta_rule and the fla kernels return the final state in
+  float32); Mamba2 states and every state under vLLM (mamba_ssm_cache_dtype "auto") take the
+  model dtype. fp8 KV (`kv_cache_dtype`) applies to the attention layers only.
+
+Models without layer kinds (every layer full attention) give exactly `tokens *
+kv_bytes_per_token`, the formula used before per-layer kinds existed.
+"""
+from __future__ import annotations
+
+from ...catalog import mixers
+from ...vec import vmin
+
+
+def is_hybrid(arch) -> bool:
+    return bool(arch.layer_kinds)
+
+
+def _per_layer_token(arch, kv_b: float, mla_latent: bool) -> int:
+    """KV bytes one attention layer keeps per token."""
+    return arch.kv_bytes_per_token(kv_b, mla_latent=mla_latent) // max(1, arch.layers)
+
+
+def state_bytes(arch, kv_b: float, engine: str = "hf") -> int:
+    """Constant state one sequence keeps over all linear / Mamba2 layers."""
+    n = mixers.count(arch, ("linear", "mamba"))
+    if not n:
+        return 0
+    conv, rec = mixers.state_elements(arch)
+    model_b = 4 if kv_b == 4 else 2
+    rec_b = 4 if (engine == "hf" and arch.mixer["type"] == "linear") else model_b
+    return int(n * (conv * model_b + rec * rec_b))
+
+
+def growth_per_token(arch, kv_b: float, tp: int = 1, mla_latent: bool = True) -> int:
+    """Bytes the cache grows per token once past every window: the full-attention layers'."""
+    if not is_hybrid(arch):
+        return arch.kv_bytes_per_token(kv_b, mla_latent=mla_latent) // max(1, tp)
+    return mixers.count(arch, ("full",)) * _per_layer_token(arch, kv_b, mla_latent) // max(1, tp)
+
+
+def cache_fn(arch, kv_b: float, tp: int = 1, *, mla_latent: bool = True, engine: str = "hf",
+             state_b: float | None = None):
+    """tokens -> cache bytes of one sequence on this GPU (tensor-parallel share)."""
+    tp = max(1, tp)
+    if not is_hybrid(arch):
+        kvpt = arch.kv_bytes_per_token(kv_b, mla_latent=mla_latent) // tp
+        return lambda t: t * kvpt
+    per = _per_layer_token(arch, kv_b, mla_latent)
+    full = mixers.count(arch, ("full",))
+    windowed = mixers.count(arch, ("sliding", "chunked"))
+    state = state_bytes(arch, kv_b if state_b is None else state_b, engine)
+    w = arch.window
+
+    def fn(t):
+        return (full * per * t + windowed * per * vmin(t, w) + state) // tp
+    return fn
+
+
+def note(arch, kv_b: float) -> str:
+    """What the per-layer cache is, for the estimate's notes ('' for uniform models)."""
+    if not is_hybrid(arch):
+        return ""
+    per = _per_layer_token(arch, kv_b, True)
+    parts = [f"{mixers.count(arch, ('full',))} full-attention layers grow by {per:,} B/token each"]
+    for kind, what in (("sliding", "sliding-window"), ("chunked", "chunked local-attention")):
+        n = mixers.count(arch, (kind,))
+        if n:
+            parts.append(f"{n} {what} layers keep at most {arch.window:,} tokens")
+    n = mixers.count(arch, ("linear", "mamba"))
+    if n:
+        kind = "Gated DeltaNet" if arch.mixer["type"] == "linear" else "Mamba2"
+        parts.append(f"{n} {kind} layers keep a constant state "
+                     f"({state_bytes(arch, kv_b):,} B per sequence in all)")
+    return "per-layer KV cache: " + "; ".join(parts)
