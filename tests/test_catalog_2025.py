@@ -200,3 +200,92 @@ def test_catalog_files_parse_and_ids_are_unique():
     assert len(ids) == len(set(ids))
     for path in Path(DATA_DIR).glob("*_2025.json"):
         assert json.loads(path.read_text())["models"]
+
+
+# ---- an inline diffusers pipeline ------------------------------------------------------------
+
+# black-forest-labs/FLUX.1-dev: model_index.json and the component config.json files
+# (transformer/, vae/, text_encoder/ = CLIP ViT-L/14 text, text_encoder_2/ = T5-v1.1-XXL
+# encoder); the keys that decide the shapes, as published in that repository
+FLUX_DEV_PIPELINE = {
+    "_class_name": "FluxPipeline", "_diffusers_version": "0.30.0.dev0",
+    "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"],
+    "text_encoder": ["transformers", "CLIPTextModel"],
+    "text_encoder_2": ["transformers", "T5EncoderModel"],
+    "tokenizer": ["transformers", "CLIPTokenizer"],
+    "tokenizer_2": ["transformers", "T5TokenizerFast"],
+    "transformer": ["diffusers", "FluxTransformer2DModel"], "vae": ["diffusers", "AutoencoderKL"],
+    "configs": {
+        "transformer": {"_class_name": "FluxTransformer2DModel", "attention_head_dim": 128,
+                        "axes_dims_rope": [16, 56, 56], "guidance_embeds": True,
+                        "in_channels": 64, "joint_attention_dim": 4096,
+                        "num_attention_heads": 24, "num_layers": 19, "num_single_layers": 38,
+                        "patch_size": 1, "pooled_projection_dim": 768},
+        "vae": {"_class_name": "AutoencoderKL", "act_fn": "silu",
+                "block_out_channels": [128, 256, 512, 512], "in_channels": 3,
+                "latent_channels": 16, "layers_per_block": 2, "norm_num_groups": 32,
+                "out_channels": 3, "sample_size": 1024, "scaling_factor": 0.3611,
+                "shift_factor": 0.1159, "use_post_quant_conv": False, "use_quant_conv": False},
+        "text_encoder": {"architectures": ["CLIPTextModel"], "hidden_size": 768,
+                         "intermediate_size": 3072, "max_position_embeddings": 77,
+                         "model_type": "clip_text_model", "num_attention_heads": 12,
+                         "num_hidden_layers": 12, "projection_dim": 768, "vocab_size": 49408},
+        "text_encoder_2": {"architectures": ["T5EncoderModel"], "d_ff": 10240, "d_kv": 64,
+                           "d_model": 4096, "feed_forward_proj": "gated-gelu",
+                           "model_type": "t5", "num_heads": 64, "num_layers": 24,
+                           "relative_attention_num_buckets": 32, "vocab_size": 32128}}}
+
+
+def test_inline_flux_pipeline_equals_the_catalog_entry():
+    """Each component counted from its config equals the FLUX.1-dev catalog entry (whose counts
+    come from tests/data/models.json: transformer 11,901,408,320, VAE 83,819,683, CLIP-L text
+    123,060,480, T5-XXL encoder 4,762,310,656), and so does every other family key."""
+    spec = spec_from_architecture(copy.deepcopy(FLUX_DEV_PIPELINE))
+    ref = get_model("black-forest-labs/FLUX.1-dev").config
+    assert spec.family == "diffusion"
+    for name, comp in spec.config["components"].items():
+        want = {k: v for k, v in ref["components"][name].items() if k != "source"}
+        assert comp == want, name
+    assert {k: v for k, v in spec.config.items() if k != "components"} == \
+        {k: v for k, v in ref.items() if k != "components"}
+
+
+def test_flux_transformer_by_hand():
+    """D = 3072, head 128: double block 36 D^2 + 30 D + 4 x 128, single 15 D^2 + 11 D + 2 x 128;
+    time + guidance embedders 2 x (256 D + D + D^2 + D), pooled text 768 D + D + D^2 + D,
+    context 4096 D + D, x 64 D + D, norm_out 2 D^2 + 2 D, proj_out 64 D + 64."""
+    D = 3072
+    total = (19 * (36 * D * D + 30 * D + 512) + 38 * (15 * D * D + 11 * D + 256)
+             + 2 * (256 * D + D + D * D + D) + (768 * D + D + D * D + D) + (4096 * D + D)
+             + (64 * D + D) + (2 * D * D + 2 * D) + (64 * D + 64))
+    spec = spec_from_architecture(copy.deepcopy(FLUX_DEV_PIPELINE))
+    assert spec.config["components"]["transformer"]["params"] == total == 11_901_408_320
+
+
+def test_inline_pipeline_estimates_like_the_catalog_model():
+    from vramplan.estimate import estimate
+    inline = estimate({"architecture": copy.deepcopy(FLUX_DEV_PIPELINE), "gpu": "H100"},
+                      with_max_batch=False)
+    named = estimate({"model": "black-forest-labs/FLUX.1-dev", "gpu": "H100"},
+                     with_max_batch=False)
+    assert inline.scenario.task == named.scenario.task == "denoise"
+    assert inline.device_used_bytes == named.device_used_bytes
+
+
+@pytest.mark.parametrize("mutate, key, words", [
+    (lambda p: p.update(_class_name="WanPipeline"), "architecture._class_name", "WanPipeline"),
+    (lambda p: p.pop("configs"), "architecture.configs", "missing"),
+    (lambda p: p["configs"].pop("vae"), "architecture.configs.vae", "AutoencoderKL"),
+    (lambda p: p["configs"]["transformer"].pop("num_single_layers"),
+     "architecture.configs.transformer", "num_single_layers"),
+    (lambda p: p.update(transformer=["diffusers", "SD3Transformer2DModel"]),
+     "architecture.configs.transformer", "SD3Transformer2DModel"),
+    (lambda p: p["configs"]["vae"].update(block_out_channels=[128, "x"]),
+     "architecture.configs.vae", "block_out_channels"),
+])
+def test_malformed_pipeline_names_the_component_and_the_key(mutate, key, words):
+    p = copy.deepcopy(FLUX_DEV_PIPELINE)
+    mutate(p)
+    with pytest.raises(ScenarioError) as exc:
+        spec_from_architecture(p)
+    assert exc.value.key == key and words in str(exc.value)

@@ -1,0 +1,205 @@
+"""An inline diffusers pipeline: `model_index.json` plus its components' `config.json`s, read
+into the diffusion family's catalog config (workloads/diffusion, catalog/data/diffusion.json).
+
+The scenario's `architecture` is the pipeline's model_index.json (its `_class_name` ends in
+`Pipeline`; each component is a `[library, class]` pair) with one more key, `configs`: the
+config.json of each component by name (`transformer`, `vae`, `text_encoder`, ...). Each
+component's parameters are counted from its config the way its diffusers / transformers module
+builds them (cited per class below); the sampling defaults are the pipeline's `__call__`
+defaults. Known today: FluxPipeline (FluxTransformer2DModel, AutoencoderKL, CLIPTextModel,
+T5EncoderModel); other pipelines or component classes are refused with a message naming them.
+"""
+from __future__ import annotations
+
+from ..errors import ScenarioError
+
+# diffusers FluxPipeline.__call__ defaults (pipelines/flux/pipeline_flux.py): height = width =
+# default_sample_size (128) x vae_scale_factor (8) = 1024, num_inference_steps 28,
+# max_sequence_length 512; no classifier-free guidance batch (guidance-distilled: the scale is
+# an input of the transformer, true_cfg_scale defaults to 1.0)
+PIPELINES = {"FluxPipeline": {"denoiser": "transformer", "guidance": "distilled",
+                              "default_resolution": [1024, 1024], "default_steps": 28,
+                              "t5_max_tokens": 512}}
+
+# T5 'wo' stays out of quantisation (transformers T5 _keep_in_fp32_modules): fp32 under
+# bitsandbytes 4-bit, the compute dtype under int8 - as catalog/data/diffusion.json records
+T5_KEEP_BYTES = {"nf4": 4, "int4": 4, "int8": 2}
+
+
+def _bad(sub: str, msg: str) -> ScenarioError:
+    return ScenarioError(f"architecture.{sub}" if sub else "architecture", msg)
+
+
+def is_pipeline(config: object) -> bool:
+    """Whether an inline architecture is a diffusers model_index.json."""
+    name = config.get("_class_name") if isinstance(config, dict) else None
+    return isinstance(name, str) and name.endswith("Pipeline")
+
+
+class _Cfg:
+    def __init__(self, where: str, cfg: object):
+        if not isinstance(cfg, dict):
+            raise _bad(where, f"must be an object (the component's config.json), got "
+                              f"{type(cfg).__name__}")
+        self.where, self.cfg = where, cfg
+
+    def int(self, key: str, default: int | None = None) -> int:
+        v = self.cfg.get(key, default)
+        if v is None:
+            raise _bad(self.where, f"missing key '{key}'")
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 2**40:
+            raise _bad(self.where, f"'{key}' must be a positive integer, got {v!r}")
+        return v
+
+    def ints(self, key: str) -> list[int]:
+        v = self.cfg.get(key)
+        if not isinstance(v, list) or not v or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
+            raise _bad(self.where, f"'{key}' must be a list of positive integers, got {v!r}")
+        return v
+
+
+# ---- components -----------------------------------------------------------------------------
+
+def flux_transformer(c: _Cfg) -> dict:
+    """FluxTransformer2DModel (diffusers transformer_flux.py), D = heads x head_dim: time (and
+    guidance) embedders 256 -> D -> D, pooled text embedder, context / x embedders; per double
+    block AdaLayerNormZero x2 (D -> 6D), q/k/v/out and their added-stream twins with bias,
+    RMSNorm q/k per stream, two GELU MLPs D -> 4D -> D; per single block AdaLayerNormZeroSingle
+    (D -> 3D), q/k/v, proj_mlp D -> 4D, proj_out 5D -> D; norm_out D -> 2D and proj_out."""
+    heads, hd = c.int("num_attention_heads"), c.int("attention_head_dim")
+    d, layers, single = heads * hd, c.int("num_layers"), c.int("num_single_layers")
+    cin, joint = c.int("in_channels"), c.int("joint_attention_dim")
+    pooled, patch = c.int("pooled_projection_dim"), c.int("patch_size", 1)
+    out_ch = c.cfg.get("out_channels") or cin
+    emb = lambda i, o: i * o + o   # noqa: E731 - a Linear with bias
+    time = emb(256, d) + emb(d, d)
+    embed = time * (2 if c.cfg.get("guidance_embeds", True) else 1) + emb(pooled, d) + \
+        emb(d, d) + emb(joint, d) + emb(cin, d)
+    double = 2 * emb(d, 6 * d) + 8 * emb(d, d) + 4 * hd + 2 * (emb(d, 4 * d) + emb(4 * d, d))
+    one = emb(d, 3 * d) + emb(d, 4 * d) + emb(5 * d, d) + 3 * emb(d, d) + 2 * hd
+    total = embed + layers * double + single * one + emb(d, 2 * d) + emb(d, patch * patch * out_ch)
+    skip = layers * 2 * emb(d, 6 * d) + single * emb(d, 3 * d) + emb(d, 2 * d)
+    return {"kind": "flux", "params": total, "hidden": d, "layers": layers,
+            "single_layers": single, "heads": heads, "ffn": 4 * d, "patch": 2,
+            "joint_text": True, "rope": True, "quantize": True, "linear_fraction": 0.999,
+            "layerwise_skip_params": skip}
+
+
+def _resnet(cin: int, cout: int) -> int:
+    """diffusers ResnetBlock2D without time embedding: GroupNorm, 3x3 conv, GroupNorm, 3x3 conv,
+    a 1x1 shortcut when the channels change."""
+    n = 2 * cin + 9 * cin * cout + cout + 2 * cout + 9 * cout * cout + cout
+    return n + (cin * cout + cout if cin != cout else 0)
+
+
+def autoencoder_kl(c: _Cfg) -> dict:
+    """AutoencoderKL (diffusers autoencoder_kl.py, vae.py Encoder / Decoder): conv_in, down
+    blocks of layers_per_block resnets (+ a stride-2 conv but the last), a mid block (two
+    resnets around a one-head attention with GroupNorm), GroupNorm + conv_out to 2 x latent;
+    the decoder mirrors it with layers_per_block + 1 resnets and upsampling convs; the 1x1
+    quant / post-quant convs when use_quant_conv / use_post_quant_conv (default true)."""
+    ch, lpb = c.ints("block_out_channels"), c.int("layers_per_block", 1)
+    z, cin, cout = c.int("latent_channels", 4), c.int("in_channels", 3), c.int("out_channels", 3)
+    conv = lambda i, o, k=3: k * k * i * o + o   # noqa: E731
+    top = ch[-1]
+    mid = 2 * _resnet(top, top) + 2 * top + 4 * (top * top + top)
+    enc, prev = conv(cin, ch[0]), ch[0]
+    for i, w in enumerate(ch):
+        enc += sum(_resnet(prev if j == 0 else w, w) for j in range(lpb))
+        enc += conv(w, w) if i < len(ch) - 1 else 0
+        prev = w
+    enc += mid + 2 * top + conv(top, 2 * z)
+    dec, prev = conv(z, top) + mid, top
+    for i, w in enumerate(reversed(ch)):
+        dec += sum(_resnet(prev if j == 0 else w, w) for j in range(lpb + 1))
+        dec += conv(w, w) if i < len(ch) - 1 else 0
+        prev = w
+    dec += 2 * ch[0] + conv(ch[0], cout)
+    quant = (conv(2 * z, 2 * z, 1) if c.cfg.get("use_quant_conv", True) else 0) + \
+        (conv(z, z, 1) if c.cfg.get("use_post_quant_conv", True) else 0)
+    return {"kind": "kl2d", "params": enc + dec + quant, "latent_channels": z,
+            "block_out_channels": ch, "layers_per_block": lpb, "downsample": 2 ** (len(ch) - 1),
+            "sample_size": c.int("sample_size", 512), "attention": True}
+
+
+def clip_text(c: _Cfg, projection: bool) -> dict:
+    """CLIPTextModel (transformers modeling_clip.py): token and position tables, per layer
+    q/k/v/out and fc1/fc2 with bias and two LayerNorms, a final LayerNorm; WithProjection adds
+    text_projection (hidden x projection_dim, no bias)."""
+    h, L, ffn = c.int("hidden_size"), c.int("num_hidden_layers"), c.int("intermediate_size")
+    pos = c.int("max_position_embeddings")
+    n = c.int("vocab_size") * h + pos * h + L * (4 * h * h + 4 * h + 4 * h + 2 * h * ffn + ffn
+                                                  + h) + 2 * h
+    if projection:
+        n += h * c.int("projection_dim")
+    return {"kind": "clip-text", "params": n, "hidden": h, "layers": L,
+            "heads": c.int("num_attention_heads"), "ffn": ffn, "max_tokens": pos,
+            "quantize": False}
+
+
+def t5_encoder(c: _Cfg, max_tokens: int) -> dict:
+    """T5EncoderModel (transformers modeling_t5.py): shared embedding, per layer q/k/v/o without
+    bias (heads x d_kv wide), a gated (or plain) FFN and two RMSNorms, the relative position
+    bias of the first layer, a final RMSNorm."""
+    d, L, ffn = c.int("d_model"), c.int("num_layers"), c.int("d_ff")
+    heads, dkv = c.int("num_heads"), c.int("d_kv", 64)
+    gated = str(c.cfg.get("feed_forward_proj", "relu")).startswith("gated")
+    vocab = c.int("vocab_size")
+    n = vocab * d + L * (4 * d * heads * dkv + (3 if gated else 2) * d * ffn + 2 * d) + \
+        c.int("relative_attention_num_buckets", 32) * heads + d
+    return {"kind": "t5-encoder", "params": n, "hidden": d, "layers": L, "heads": heads,
+            "head_dim": dkv, "ffn": ffn, "gated": gated, "max_tokens": max_tokens,
+            "quantize": True, "embedding_params": vocab * d,
+            "keep_in_fp32": {"params": L * ffn * d, "bytes_by_format": dict(T5_KEEP_BYTES)}}
+
+
+def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
+    """The diffusion-family entry of one component; None for parameter-free ones."""
+    if cls == "FluxTransformer2DModel":
+        return flux_transformer(cfg)
+    if cls == "AutoencoderKL":
+        return autoencoder_kl(cfg)
+    if cls in ("CLIPTextModel", "CLIPTextModelWithProjection"):
+        return clip_text(cfg, cls.endswith("Projection"))
+    if cls == "T5EncoderModel":
+        return t5_encoder(cfg, defaults["t5_max_tokens"])
+    raise _bad(f"configs.{name}", f"component class '{cls}' is not one vramplan can count "
+                                  f"(FluxTransformer2DModel, AutoencoderKL, CLIPTextModel, "
+                                  f"CLIPTextModelWithProjection, T5EncoderModel)")
+
+
+NO_PARAMS = ("tokenizer", "tokenizer_2", "tokenizer_3", "scheduler", "feature_extractor")
+
+
+def pipeline_config(index: dict) -> dict:
+    """The diffusion family's catalog config of an inline pipeline (see the module docstring).
+    Raises ScenarioError('architecture[.configs.<component>]', ...) naming what is wrong."""
+    name = index["_class_name"]
+    if name not in PIPELINES:
+        raise _bad("_class_name", f"pipeline '{name}' is not one vramplan can read; known: "
+                                  f"{', '.join(sorted(PIPELINES))}")
+    defaults = PIPELINES[name]
+    configs = index.get("configs")
+    if not isinstance(configs, dict):
+        raise _bad("configs", "missing: give each component's config.json by name, e.g. "
+                              "{\"transformer\": {...}, \"vae\": {...}, \"text_encoder\": {...}}")
+    comps = {}
+    for comp, entry in index.items():
+        if comp.startswith("_") or comp == "configs" or comp in NO_PARAMS:
+            continue
+        if not (isinstance(entry, list) and len(entry) == 2):
+            raise _bad(comp, f"must be a [library, class] pair as in model_index.json, got "
+                             f"{entry!r}")
+        if entry[1] is None:   # an optional component the pipeline ships without
+            continue
+        if comp not in configs:
+            raise _bad(f"configs.{comp}", f"missing: the config.json of '{comp}' ({entry[1]})")
+        comps[comp] = _component(comp, str(entry[1]), _Cfg(f"configs.{comp}", configs[comp]),
+                                 defaults)
+    for need in (defaults["denoiser"], "vae"):
+        if need not in comps:
+            raise _bad(need, f"the pipeline has no '{need}' component")
+    return {"pipeline": name, "denoiser": defaults["denoiser"], "guidance": defaults["guidance"],
+            "default_resolution": list(defaults["default_resolution"]),
+            "default_steps": defaults["default_steps"], "components": comps}
