@@ -27,6 +27,7 @@ rate per GPU. Rates: `comm_links` below and `data/costs.toml [links]`.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ class Network:
     domain: int                # GPUs in one scale-up (NVLink) domain / one node
     scaleout_gbs: float        # GB/s per GPU between domains
     source: str
+    scaleup_gbs: float | None = None   # a stated scale-up rate instead of the device's
 
 
 @dataclass(frozen=True)
@@ -126,12 +128,14 @@ def _bridged(name: str) -> int | None:
     return max(nums) if nums else 2
 
 
-def intra_link(dev, n: int) -> Link:
+def intra_link(dev, n: int, scaleup_gbs: float | None = None) -> Link:
     """The link a group of n GPUs within one node uses: the scale-up link (a bridge joins only
     as many GPUs as it names), else PCIe peer to peer, else (GeForce) through host memory."""
     ic = getattr(dev, "interconnect", None) or {}
     links = C.table()["links"]
     up, name = ic.get("scaleup_gbs_per_direction"), str(ic.get("scaleup", ""))
+    if scaleup_gbs:
+        up, name = scaleup_gbs, f"{name or 'scale-up link'} at {scaleup_gbs:g} GB/s (stated)"
     bridge = _bridged(name)
     if up and (bridge is None or n <= bridge):
         return Link(name.split("(")[0].strip() or "scale-up link", float(up),
@@ -146,11 +150,12 @@ def intra_link(dev, n: int) -> Link:
                 pcie.gbs * share, f"{links['no_p2p_source']}; {links['host_staged_source']}")
 
 
+@functools.lru_cache(maxsize=4096)
 def group_link(dev, net: Network, size: int, span: int) -> Link | None:
     """The link of a group of `size` ranks spread over `span` consecutive ranks."""
     if size <= 1:
         return None
-    inner = intra_link(dev, min(size, net.domain))
+    inner = intra_link(dev, min(size, net.domain), net.scaleup_gbs)
     if span <= net.domain:
         return inner
     gbs = min(inner.gbs, net.scaleout_gbs) if inner.gbs else net.scaleout_gbs
@@ -239,11 +244,12 @@ def _act_bytes(sc, arch) -> tuple[float, int, float]:
     return tokens, pb, arch.total_layers / max(1, p.pipeline)
 
 
-def transfers(sc, spec, dev, sizes, net: Network | None = None,
-              expert: int = 1) -> list[Transfer]:
-    """Every collective of one step of the plan's layout, per GPU (module doc)."""
+def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
+              model: tuple[int, int] | None = None) -> list[Transfer]:
+    """Every collective of one step of the plan's layout, per GPU (module doc); `model`:
+    (parameter, gradient) bytes if already known (model_bytes)."""
     net = net or network(dev)
-    params, grads = model_bytes(sc, spec, sizes)
+    params, grads = model or model_bytes(sc, spec, sizes)
     out = _data(sc, params, grads, dev, net)
     arch = C.arch_of(spec)
     if arch is None:

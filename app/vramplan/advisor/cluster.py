@@ -1,0 +1,378 @@
+"""The cluster solver: how many GPUs, and which layout, for a training job.
+
+A job is a model, a global batch (sequences per step), a sequence length and a GPU type
+(optional: the most GPUs, GPUs per scale-up domain, the network rate per GPU). The solver
+searches data x tensor x pipeline x context (x expert for MoE) x ZeRO stage x checkpointing x
+micro-batch / accumulation layouts that keep the global batch (data x micro-batch x
+accumulation = global batch), respect divisibility (attention and KV heads by TP, layers by
+PP, experts by EP, the sequence by 2 x CP for the load-balanced ring) and topology (TP
+inside one scale-up domain), and fit every rank (`estimate`'s worst rank, under the limit).
+
+Price of a layout (`price`): step time = compute x (m + p - 1) / m (1F1B bubble, Narayanan
+et al. 2021 s.2.2, m micro-batches, p stages) + the communication not hidden behind compute
+(comm.py: its bytes, links and times); compute = model FLOPs (PaLM Appendix B: 6N + 12LHS
+per token; MoE: active parameters) x the recomputation's extra forward work / (GPUs x dense
+peak x efficiency), efficiency from costs.toml [step] (its source). GPU-hours for a token
+budget = GPUs x step time x budget / tokens per step.
+
+Search: the layouts are priced arithmetically (no estimate), those whose sharded model
+states alone exceed the limit are dropped, then GPU counts are walked from the fewest up;
+within a count, layouts in order of step time are estimated until one fits, and only a
+layout faster than every smaller count's is worth estimating. The answer is the Pareto
+front over GPUs and step time (it holds the fewest-GPU-hours layout).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..errors import ScenarioError, VramplanError
+from ..estimate import estimate
+from ..parallel import ParallelConfig
+from . import comm
+from . import costs as C
+
+CKPT_EXTRA = {"none": 0.0, "full": 1 / 3}       # extra compute of a step (costs.toml)
+MICRO = (1, 2, 4, 8, 16)
+TP = (1, 2, 4, 8, 16, 32, 64, 72)
+CP = (1, 2, 4, 8, 16, 32)
+MAX_PP = 32
+MAX_ESTIMATES = 3000
+
+
+@dataclass(frozen=True)
+class Job:
+    model: str
+    seq_len: int
+    global_batch: int                   # sequences per step
+    gpu: str
+    precision: str = "bf16-mixed"
+    optimizer: str = "adamw"
+    max_gpus: int = 1024
+    gpus_per_node: int | None = None    # GPUs in one scale-up domain (default: hwdb system)
+    network_gbs: float | None = None    # GB/s per GPU between domains (default: hwdb system)
+    token_budget: float = 1e12          # tokens the run trains on, for GPU-hours
+    headroom: object = None             # as advise(): '5%' or '2GiB' (default 5%)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+
+@dataclass(frozen=True)
+class Layout:
+    data: int
+    tensor: int
+    pipeline: int
+    context: int
+    expert: int
+    zero: int
+    checkpointing: str
+    micro: int
+    accumulation: int
+
+    @property
+    def gpus(self) -> int:
+        return self.data * self.tensor * self.pipeline * self.context
+
+    def text(self) -> str:
+        parts = [f"{self.gpus} x GPU:", f"TP {self.tensor}", f"PP {self.pipeline}",
+                 f"CP {self.context}", f"DP {self.data}"]
+        if self.expert > 1:
+            parts.append(f"EP {self.expert}")
+        parts += [f"ZeRO-{self.zero}", f"checkpointing {self.checkpointing}",
+                  f"micro-batch {self.micro} x {self.accumulation}"]
+        return " ".join(parts[:1]) + " " + ", ".join(parts[1:])
+
+    def to_dict(self) -> dict:
+        return {**self.__dict__, "gpus": self.gpus}
+
+
+@dataclass
+class Option:
+    """A priced layout; `estimate` and `fits` once checked."""
+    layout: Layout
+    compute_s: float
+    bubble_s: float
+    comm_s: float
+    transfers: list
+    step_s: float = 0.0
+    gpu_hours: float = 0.0
+    estimate: object = None
+    device_used_bytes: int | None = None
+    fits: bool | None = None
+    rank: str | None = None
+    notes: list = field(default_factory=list)
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus
+
+    def to_dict(self) -> dict:
+        return {"layout": self.layout.to_dict(), "text": self.layout.text(),
+                "gpus": self.gpus, "step_time_s": round(self.step_s, 4),
+                "compute_s": round(self.compute_s, 4), "bubble_s": round(self.bubble_s, 4),
+                "exposed_communication_s": round(self.comm_s, 4),
+                "gpu_hours": round(self.gpu_hours, 1), "fits": self.fits,
+                "device_used_bytes": self.device_used_bytes, "deciding_rank": self.rank,
+                "transfers": [t.to_dict() for t in self.transfers], "notes": self.notes}
+
+
+class Solver:
+    """The job's fixed facts (model, GPU, links, totals) and the search over layouts."""
+
+    def __init__(self, job: Job, scaleup_gbs: float | None = None):
+        from ..catalog import get_model
+        from ..hardware import get_gpu
+        from . import limit_for, parse_headroom
+        self.job = job
+        self.dev = get_gpu(job.gpu)
+        self.spec = get_model(job.model)
+        self.arch = C.arch_of(self.spec)
+        if self.arch is None:
+            raise VramplanError(f"model: the cluster solver plans transformer training; "
+                                f"{job.model!r} is a {self.spec.family} model")
+        if job.global_batch < 1 or job.seq_len < 1 or job.max_gpus < 1:
+            raise VramplanError("global batch, seq_len and the most GPUs must be >= 1")
+        self.limit = int(limit_for(self.dev.usable_bytes, parse_headroom(job.headroom)))
+        net = comm.network(self.dev, job.gpus_per_node, job.network_gbs)
+        self.net = replace(net, scaleup_gbs=scaleup_gbs) if scaleup_gbs else net
+        one = self.scenario(Layout(1, 1, 1, 1, 1, 0, "none", 1, 1))
+        comps = estimate(one, self.dev, with_max_batch=False).components
+        self.states = {k: int(comps.get(k, 0)) for k in
+                       ("weights", "gradients", "optimizer_states")}
+        self.model = comm.model_bytes(one, self.spec, C.Sizes())
+        peak = C._peak_tflops(self.dev, "bf16" if job.precision.startswith("bf16") else
+                              job.precision.split("-")[0])
+        if not peak:
+            raise VramplanError(f"gpu: no dense throughput for {self.dev.id} in the hardware "
+                                "database; the solver cannot time a step")
+        self.eff = float(C.table()["step"]["mfu"])
+        self.rate = peak * 1e12 * self.eff
+        self.estimates = 0
+        self._flops: dict = {}
+        self._comm: dict = {}      # transfers by layout (checkpointing: full or not)
+        self._seen: dict = {}      # (t, p, c, e, zero, micro, ckpt, in flight) -> used - states
+
+    # ---- the layout as a scenario -------------------------------------------------------
+    def scenario(self, lay: Layout):
+        from ..scenario import Scenario
+        j = self.job
+        d = {"model": j.model, "task": "train", "batch_size": lay.micro, "seq_len": j.seq_len,
+             "precision": j.precision, "optimizer": j.optimizer,
+             "gradient_accumulation": lay.accumulation, "checkpointing": lay.checkpointing,
+             "gpu": self.dev.id, "parallel": {"gpus": lay.gpus, "data": lay.data,
+                                              "tensor": lay.tensor, "pipeline": lay.pipeline,
+                                              "context": lay.context, "zero": lay.zero}}
+        if lay.tensor > 1:
+            d["options"] = ["sequence-parallel"]
+        return Scenario.from_dict(d)
+
+    # ---- price --------------------------------------------------------------------------
+    def flops(self, ckpt: str) -> float:
+        if ckpt not in self._flops:
+            self._flops[ckpt] = self._model_flops(ckpt)
+        return self._flops[ckpt]
+
+    def _model_flops(self, ckpt: str) -> float:
+        a, s = self.arch, self.job.seq_len
+        n = a.active_param_count()
+        per_token = 6 * n + 12 * a.total_layers * a.hidden * s
+        extra = CKPT_EXTRA.get(ckpt)
+        if extra is None:                   # selective: the attention core's forward again
+            extra = 4 * s / (3 * (24 * a.hidden + 4 * s))
+        return per_token * self.job.tokens_per_step * (1 + extra)
+
+    def busy(self, lay: Layout) -> tuple[float, float]:
+        """(compute, pipeline bubble) seconds of a step."""
+        compute = self.flops(lay.checkpointing) / (lay.gpus * self.rate)
+        m, p = lay.accumulation, lay.pipeline
+        return compute, (compute * (p - 1) / m if p > 1 else 0.0)
+
+    def price(self, lay: Layout) -> Option:
+        compute, bubble = self.busy(lay)
+        key = (lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
+               lay.micro, lay.checkpointing == "full")
+        got = self._comm.get(key)
+        if got is None:
+            ts = comm.transfers(_Lite(self.job, lay), self.spec, self.dev, None, self.net,
+                                expert=lay.expert, model=self.model)
+            got = self._comm[key] = (ts, comm.exposed_time(ts, 0.0),
+                                     comm.exposed_time([x for x in ts if x.dim == "data"], 0))
+        ts, every, data = got
+        exposed = every - data + max(0.0, data - compute)       # comm.exposed_time
+        step = compute + bubble + exposed
+        hours = lay.gpus * step * self.job.token_budget / self.job.tokens_per_step / 3600
+        return Option(lay, compute, bubble, exposed, ts, step, hours)
+
+    # ---- memory ---------------------------------------------------------------------------
+    def states_bound(self, lay: Layout) -> float:
+        """Model-state bytes per rank (a lower bound on device used): each component / TP x
+        PP, / the ZeRO shard group where the stage shards it, experts / EP."""
+        shard = lay.data * lay.context
+        div = {"weights": 3, "gradients": 2, "optimizer_states": 1}
+        ef = self._expert_share()
+        out = 0.0
+        for k, v in self.states.items():
+            v = v / (lay.tensor * lay.pipeline)
+            if lay.zero >= div[k]:
+                v /= shard
+            elif lay.expert > 1:
+                v *= 1 - ef * (1 - 1 / lay.expert)
+            out += v
+        return out
+
+    def _expert_share(self) -> float:
+        a = self.arch
+        if not a.is_moe:
+            return 0.0
+        routed = a.moe_layers * a.num_experts * a._mlp(a.moe_ffn, bias=False)
+        return routed / a.param_count()
+
+    def _key(self, lay: Layout) -> tuple:
+        return (lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero, lay.micro,
+                lay.checkpointing, min(lay.pipeline, lay.accumulation))
+
+    def predicted_over(self, lay: Layout) -> bool:
+        """Layouts that differ only in the data degree hold the same activations and buffers
+        per rank, and a larger micro-batch or less recomputation holds more: the device used
+        less model states of such a layout already estimated, plus this layout's states,
+        predicts it from below; more than 3% over the limit is not estimated."""
+        (t, p, c, e, z, m, ck, inflight) = self._key(lay)
+        order = ("none", "selective", "full")
+        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight)) for m2 in MICRO if m2 <= m
+                 for ck2 in order[order.index(ck):]]      # less memory than this layout
+        rest = max((r for r in rests if r is not None), default=None)
+        return rest is not None and rest + self.states_bound(lay) > 1.03 * self.limit
+
+    def check(self, opt: Option) -> bool:
+        """Estimate the layout; for EP, the estimate (which has no expert key) less the
+        unsharded expert states the EP group splits."""
+        if self.predicted_over(opt.layout):
+            opt.fits = False
+            return False
+        self.estimates += 1
+        try:
+            est = estimate(self.scenario(opt.layout), self.dev, with_max_batch=False)
+        except ScenarioError as exc:
+            opt.fits, opt.notes = False, [str(exc)]
+            return False
+        used = int(est.device_used_bytes)
+        lay = opt.layout
+        if lay.expert > 1:
+            cut = self.states_bound(replace(lay, expert=1)) - self.states_bound(lay)
+            used -= int(cut)
+            opt.notes.append("expert parallelism: the estimate has no expert key; its figure "
+                             f"less the expert states EP {lay.expert} splits ({cut / 2**30:.1f}"
+                             " GiB per rank)")
+        ranks = est.to_dict().get("ranks") or []
+        worst = max(ranks, key=lambda r: r.get("device_used_bytes", 0), default=None)
+        opt.estimate, opt.device_used_bytes = est, used
+        k, rest = self._key(lay), used - self.states_bound(lay)
+        self._seen[k] = min(rest, self._seen.get(k, rest))
+        opt.rank = worst.get("rank") if worst else None
+        opt.fits = used <= self.limit
+        return opt.fits
+
+    # ---- the search -----------------------------------------------------------------------
+    def structures(self) -> dict[int, list[tuple]]:
+        """(data, tensor, pipeline, context, expert) by GPU count, divisibility and topology
+        respected (module doc)."""
+        a, j = self.arch, self.job
+        tps = [t for t in TP if t <= self.net.domain and a.heads % t == 0 and
+               (a.kv_heads % t == 0 or t % a.kv_heads == 0)]
+        cps = [c for c in CP if c == 1 or (j.seq_len % (2 * c) == 0 and j.seq_len // c >= 1024)]
+        pps = [p for p in range(1, min(MAX_PP, a.total_layers) + 1) if a.total_layers % p == 0]
+        dps = [d for d in range(1, min(j.global_batch, j.max_gpus) + 1) if j.global_batch % d == 0]
+        out: dict[int, list[tuple]] = {}
+        for t in tps:
+            for c in cps:
+                for p in pps:
+                    for d in dps:
+                        n = t * c * p * d
+                        if n > j.max_gpus:
+                            break
+                        for e in self._experts(d * c):
+                            out.setdefault(n, []).append((d, t, p, c, e))
+        return out
+
+    def _experts(self, group: int) -> list[int]:
+        a = self.arch
+        if not a.is_moe:
+            return [1]
+        return [e for e in range(1, min(group, a.num_experts) + 1)
+                if a.num_experts % e == 0 and group % e == 0]
+
+    def layouts(self, struct: tuple):
+        d, t, p, c, e = struct
+        per = self.job.global_batch // d
+        zeros = (1, 2, 3) if d * c > 1 else (0,)
+        for m in MICRO:
+            if per % m:
+                continue
+            for z in zeros:
+                for ck in ("none", "selective", "full"):
+                    yield Layout(d, t, p, c, e, z, ck, m, per // m)
+
+    def solve(self) -> list[Option]:
+        """The Pareto front over GPUs and step time, fewest GPUs first (module doc)."""
+        front: list[Option] = []
+        best = float("inf")
+        floor = self.flops("none") / self.rate
+        for n, structs in sorted(self.structures().items()):
+            if floor / n >= best:
+                continue
+            opts = [self.price(lay) for s in structs for lay in self.layouts(s)
+                    if sum(self.busy(lay)) < best and self.states_bound(lay) <= self.limit]
+            for opt in sorted((o for o in opts if o.step_s < best), key=lambda o: o.step_s):
+                if self.estimates >= MAX_ESTIMATES:
+                    break
+                if self.check(opt):
+                    front.append(opt)
+                    best = opt.step_s
+                    break
+        return front
+
+    def evaluate(self, lay: Layout) -> Option:
+        """A given layout (a published one): priced and estimated."""
+        opt = self.price(lay)
+        self.check(opt)
+        return opt
+
+
+def where(opt: Option, front: list[Option]) -> str:
+    """Where a layout falls against the front: on it, or how far from the front's fastest
+    step on as many GPUs or fewer."""
+    peers = [f for f in front if f.gpus <= opt.gpus]
+    if not peers:
+        return "fewer GPUs than any layout on the front"
+    best = min(peers, key=lambda f: f.step_s)
+    if opt.step_s <= best.step_s * 1.0001:
+        return "on the front"
+    return (f"{opt.step_s / best.step_s - 1:+.0%} step time vs the front's {best.gpus}-GPU "
+            f"layout ({best.layout.text()})")
+
+
+class _Lite:
+    """The attributes comm.transfers reads, without building a Scenario (the search prices
+    thousands of layouts)."""
+    task = "train"
+    serving = None
+    lora = None
+
+    def __init__(self, job: Job, lay: Layout):
+        self.parallel = ParallelConfig(lay.gpus, lay.data, lay.tensor, lay.pipeline,
+                                       lay.context, lay.zero)
+        self.gradient_accumulation = lay.accumulation
+        self.batch_size = lay.micro
+        self.seq_len = job.seq_len
+        self.checkpointing = lay.checkpointing
+        self.options = ("sequence-parallel",) if lay.tensor > 1 else ()
+        self._prec = job.precision
+
+    def precision_for(self, _component: str) -> str:
+        return self._prec
+
+
+def solve(job: Job, **kw) -> tuple[Solver, list[Option]]:
+    s = Solver(job, **kw)
+    return s, s.solve()
