@@ -69,3 +69,20 @@ def test_70b_batch_1_needs_32_or_fewer_h100s():
 def test_non_transformer_is_refused_by_name():
     with pytest.raises(VramplanError, match="transformer"):
         Solver(Job("torchvision/vit_l_16", 224, 8, H100))
+
+
+def test_cli_cluster(capsys):
+    from vramplan.cli import main
+    assert main(["cluster", "--help"]) == 0
+    assert "Pareto front" in capsys.readouterr().out
+    rc = main(["cluster", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
+               "--tokens-per-step", str(32 * 4096), "--gpu", H100, "--max-gpus", "16",
+               "--format", "json"])
+    assert rc == 0
+    import json
+    out = json.loads(capsys.readouterr().out)
+    assert out["job"]["global_batch"] == 32 and out["front"]
+    assert all(o["gpus"] <= 16 and o["fits"] for o in out["front"])
+    assert main(["cluster", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
+                 "--tokens-per-step", "1000", "--gpu", H100]) == 2
+    assert "not a multiple" in capsys.readouterr().err

@@ -12,7 +12,7 @@ import sys
 from .errors import VramplanError
 
 # command modules, in the order `vramplan --help` lists them; a missing one is skipped
-COMMAND_MODULES = ["gpus", "estimate", "advise", "sweep", "report", "trace", "live", "app"]
+COMMAND_MODULES = ["gpus", "estimate", "advise", "cluster", "sweep", "report", "trace", "live", "app"]
 
 
 class Parser(argparse.ArgumentParser):

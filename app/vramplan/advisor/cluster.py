@@ -269,7 +269,7 @@ class Solver:
         opt.estimate, opt.device_used_bytes = est, used
         k, rest = self._key(lay), used - self.states_bound(lay)
         self._seen[k] = min(rest, self._seen.get(k, rest))
-        opt.rank = worst.get("rank") if worst else None
+        opt.rank = worst.get("rank") if worst else "every rank alike"
         opt.fits = used <= self.limit
         return opt.fits
 
