@@ -32,6 +32,8 @@ class Estimate(MemoryReport):
             "notes": list(self.notes)}
         if self.ranks:
             self.sections["ranks"] = list(self.ranks)
+        if self.footprint.serving:  # the engine's start-up check (workloads/transformer/engine)
+            self.sections["serving"] = dict(self.footprint.serving)
         return super().to_dict()
 
 
@@ -111,8 +113,10 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
     dev = _device(sc, gpu)
     spec = _spec(sc)
     fp, comps, alloc, reserved, used = _figures(sc, dev, spec)
+    # a serving engine that would refuse to start does not fit, whatever its memory
+    fits = _fits(used, dev) and fp.serving.get("engine_starts", True)
     if fp.batch_capacity is not None:
-        mb = fp.batch_capacity if _fits(used, dev) else 0
+        mb = fp.batch_capacity if fits else 0
     else:
         mb = max_batch_size(sc, dev, spec=spec) if with_max_batch else 0
     mb, mb_notes = _unbounded(mb, sc, dev, spec)
@@ -123,7 +127,7 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
         "cuda_context + nccl/cuda_graphs/paged states"]
     return Estimate(scenario=sc, gpu=dev, footprint=fp, components=comps,
                     peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
-                    device_used_bytes=used, fits=_fits(used, dev),
+                    device_used_bytes=used, fits=fits,
                     headroom_bytes=int(dev.usable_bytes - used), max_batch_size=mb,
                     bandwidth=bw, notes=notes, source="estimate", ranks=_ranks(fp, sc, dev))
 

@@ -239,6 +239,20 @@ def _max_batch(mb, long: bool = False):
     return mb
 
 
+def _serving_lines(sv: dict | None) -> list[str]:
+    """A serving engine's start-up check (the estimate's `serving` section) under the verdict:
+    whether it starts and why not, the longest context its KV pool holds and the concurrent
+    sequences at the chosen context."""
+    if not sv:
+        return []
+    head = ("engine: starts" if sv["engine_starts"] else
+            f"engine: does not start ({sv['reason']}): {sv['why']}")
+    return [head, f"  KV pool {sv['kv_pool_tokens']:,} tokens; longest context it holds "
+                  f"{sv['longest_context_tokens']:,} tokens (max_model_len "
+                  f"{sv['max_model_len']:,}); {sv['concurrent_sequences']:,} concurrent "
+                  f"sequences of {sv['context_tokens']:,} tokens"]
+
+
 def render_table(e: dict) -> str:
     g = e["gpu"]
     pg = e["per_gpu"]
@@ -254,6 +268,7 @@ def render_table(e: dict) -> str:
               f"fits: {'yes' if e['fits'] else 'no'}   headroom: "
               f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: "
               f"{_max_batch(e['max_batch_size'], long=True)}"]
+    lines += _serving_lines(e.get("serving"))
     bw = e.get("bandwidth", {})
     if bw:
         lines.append("")

@@ -48,6 +48,12 @@ class Footprint:
     """optional: the footprint of each distinct rank when ranks differ (pipeline stages), by
     name; this footprint is the worst of them. estimate.py reports each in a `ranks` section"""
 
+    serving: dict = field(default_factory=dict)
+    """a serving engine's start-up check and pool (workloads/transformer/engine.py
+    `start_check`): engine_starts, reason, longest_context_tokens, concurrent_sequences, ...;
+    estimate.py reports it as the `serving` section and a plan whose engine does not start
+    does not fit"""
+
     @property
     def peak_allocated_bytes(self) -> int:
         return to_int(sum(self.components.values()))

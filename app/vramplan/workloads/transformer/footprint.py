@@ -15,6 +15,7 @@ from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype, plan_warnings
 from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
+from ...scenario.rules import max_positions
 from ..base import Footprint
 from . import encdec, engine, formats, layer_types, traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
@@ -351,6 +352,12 @@ class _Ctx(Training):
         fp = self._fp(comps, "serve", {"serve": dict(comps)}, kv // max(1, a.layers), bw)
         fp.extra_device_bytes.update(extra)
         fp.batch_capacity = cap
+        fp.serving = engine.start_check(kv, kvpt, mml, cap, min(self.s, mml),
+                                        max_positions(self.sc.spec), seq_bytes)
+        if not fp.serving["engine_starts"]:
+            if cap or fp.serving["reason"] == engine.NO_KV_MEMORY:  # else serve_step said so
+                self.notes.append("serve: the engine does not start: " + fp.serving["why"])
+            fp.batch_capacity = 0
         return fp
 
     def _fp(self, comps, peak, phases, largest, bw=None) -> Footprint:
@@ -360,8 +367,3 @@ class _Ctx(Training):
                                for k, ph in phases.items()},
                        largest_allocation=to_int(largest), bandwidth=bw or {}, notes=self.notes)
         return fp
-        fp.serving = engine.start_check(kv, kvpt, mml, cap, max_positions(self.sc.spec), seq_bytes)
-        if not fp.serving["engine_starts"]:
-            if cap or fp.serving["reason"] == engine.NO_KV_MEMORY:  # else serve_step said so
-                self.notes.append("serve: the engine does not start: " + fp.serving["why"])
-            fp.batch_capacity = 0
