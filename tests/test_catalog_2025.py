@@ -34,6 +34,13 @@ PUBLISHED = {
 }
 
 
+# diffusion pipelines: (component, published parameters, where published)
+DIFFUSION_PUBLISHED = {
+    "stabilityai/stable-diffusion-3.5-large": ("transformer", 8.1e9,
+                                               "model card: an 8.1 billion parameter MMDiT"),
+}
+
+
 def _new_specs():
     ids = []
     for path in sorted(DATA_DIR.glob("*_2025.json")):
@@ -45,8 +52,8 @@ NEW = _new_specs()
 
 
 def test_every_new_model_has_a_published_figure_and_a_source():
-    assert sorted(NEW) == sorted(PUBLISHED)
-    for mid in NEW:
+    assert sorted(NEW) == sorted([*PUBLISHED, *DIFFUSION_PUBLISHED])
+    for mid in PUBLISHED:
         spec = get_model(mid)
         assert spec.source.startswith("https://huggingface.co/" + mid), mid
         assert "vendored" in spec.source, mid   # says which public copy the config came from
@@ -62,12 +69,36 @@ def test_param_count_equals_the_published_figure(mid):
         assert abs(arch.active_param_count() / active - 1) <= 0.03
 
 
-@pytest.mark.parametrize("mid", sorted(PUBLISHED))
+@pytest.mark.parametrize("mid", sorted(DIFFUSION_PUBLISHED))
+def test_diffusion_component_equals_the_published_figure(mid):
+    comp, published, _where = DIFFUSION_PUBLISHED[mid]
+    spec = get_model(mid)
+    assert spec.source.startswith("https://huggingface.co/" + mid)
+    assert abs(spec.config["components"][comp]["params"] / published - 1) <= 0.02
+
+
+@pytest.mark.parametrize("mid", sorted([*PUBLISHED, *DIFFUSION_PUBLISHED]))
 def test_estimates_on_an_h100_for_the_default_task(mid):
     from vramplan.estimate import estimate
     e = estimate({"model": mid, "gpu": "H100"}, with_max_batch=False)
-    assert e.components["weights"] > get_model(mid).param_count()  # >= 1 byte per parameter
+    spec = get_model(mid)
+    params = spec.param_count() or sum(c["params"] for c in spec.config["components"].values())
+    assert e.components["weights"] > params   # >= 1 byte per parameter (bf16 / fp16 / fp32)
     assert e.device_used_bytes > e.components["weights"]
+
+
+def test_sd35_large_transformer_by_hand():
+    """D = 2432, head 64, 38 blocks (the last without context output / MLP): block 36 D^2 +
+    30 D + 4 x 64, last 23 D^2 + 20 D + 4 x 64; patch conv 16 x 2 x 2 x D + D; time 256 D +
+    D + D^2 + D; pooled text 2048 D + D + D^2 + D; context 4096 D + D; norm_out 2 D^2 + 2 D;
+    proj_out 64 D + 64."""
+    D = 2432
+    total = (37 * (36 * D * D + 30 * D + 256) + (23 * D * D + 20 * D + 256) + (64 * D + D)
+             + (256 * D + D + D * D + D) + (2048 * D + D + D * D + D) + (4096 * D + D)
+             + (2 * D * D + 2 * D) + (64 * D + 64))
+    comp = get_model("stabilityai/stable-diffusion-3.5-large").config["components"]
+    assert comp["transformer"]["params"] == total == 8_056_627_520
+    assert comp["transformer"]["text_tokens"] == 77 + 256
 
 
 def test_qwen3_0_6b_by_hand():
@@ -280,8 +311,8 @@ def test_inline_pipeline_estimates_like_the_catalog_model():
     (lambda p: p["configs"].pop("vae"), "architecture.configs.vae", "AutoencoderKL"),
     (lambda p: p["configs"]["transformer"].pop("num_single_layers"),
      "architecture.configs.transformer", "num_single_layers"),
-    (lambda p: p.update(transformer=["diffusers", "SD3Transformer2DModel"]),
-     "architecture.configs.transformer", "SD3Transformer2DModel"),
+    (lambda p: p.update(transformer=["diffusers", "WanTransformer3DModel"]),
+     "architecture.configs.transformer", "WanTransformer3DModel"),
     (lambda p: p["configs"]["vae"].update(block_out_channels=[128, "x"]),
      "architecture.configs.vae", "block_out_channels"),
 ])

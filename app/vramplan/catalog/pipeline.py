@@ -6,8 +6,9 @@ The scenario's `architecture` is the pipeline's model_index.json (its `_class_na
 config.json of each component by name (`transformer`, `vae`, `text_encoder`, ...). Each
 component's parameters are counted from its config the way its diffusers / transformers module
 builds them (cited per class below); the sampling defaults are the pipeline's `__call__`
-defaults. Known today: FluxPipeline (FluxTransformer2DModel, AutoencoderKL, CLIPTextModel,
-T5EncoderModel); other pipelines or component classes are refused with a message naming them.
+defaults. Known today: FluxPipeline and StableDiffusion3Pipeline (FluxTransformer2DModel,
+SD3Transformer2DModel, AutoencoderKL, CLIPTextModel(WithProjection), T5EncoderModel); other
+pipelines or component classes are refused with a message naming them.
 """
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ from ..errors import ScenarioError
 # an input of the transformer, true_cfg_scale defaults to 1.0)
 PIPELINES = {"FluxPipeline": {"denoiser": "transformer", "guidance": "distilled",
                               "default_resolution": [1024, 1024], "default_steps": 28,
-                              "t5_max_tokens": 512}}
+                              "t5_max_tokens": 512},
+             # StableDiffusion3Pipeline.__call__ (pipeline_stable_diffusion_3.py): 1024 x 1024
+             # (128 x 8), 28 steps, guidance_scale 7.0 (CFG), max_sequence_length 256
+             "StableDiffusion3Pipeline": {"denoiser": "transformer", "guidance": "cfg",
+                                          "default_resolution": [1024, 1024],
+                                          "default_steps": 28, "t5_max_tokens": 256,
+                                          "clip_tokens": 77}}
 
 # T5 'wo' stays out of quantisation (transformers T5 _keep_in_fp32_modules): fp32 under
 # bitsandbytes 4-bit, the compute dtype under int8 - as catalog/data/diffusion.json records
@@ -84,6 +91,36 @@ def flux_transformer(c: _Cfg) -> dict:
             "single_layers": single, "heads": heads, "ffn": 4 * d, "patch": 2,
             "joint_text": True, "rope": True, "quantize": True, "linear_fraction": 0.999,
             "layerwise_skip_params": skip}
+
+
+def sd3_transformer(c: _Cfg, text_tokens: int) -> dict:
+    """SD3Transformer2DModel (diffusers transformer_sd3.py), D = heads x head_dim: patch Conv2d
+    with bias (the position table is a buffer), time embedder 256 -> D -> D, pooled text
+    embedder, context embedder joint -> caption_projection_dim; per JointTransformerBlock
+    AdaLayerNormZero x2 (D -> 6D; the last block's context norm D -> 2D and no context
+    output / MLP), q/k/v/out and the added-stream twins with bias, RMSNorm q/k per stream when
+    qk_norm, GELU MLPs D -> 4D -> D; dual-attention blocks (SD3.5 MMDiT-X) a 9D norm and a
+    second attention; norm_out D -> 2D, proj_out D -> patch^2 x out_channels."""
+    heads, hd, layers = c.int("num_attention_heads"), c.int("attention_head_dim"), c.int("num_layers")
+    d, p, cin = heads * hd, c.int("patch_size"), c.int("in_channels")
+    cap = c.int("caption_projection_dim")
+    emb = lambda i, o: i * o + o   # noqa: E731 - a Linear with bias
+    qk = 2 * hd if c.cfg.get("qk_norm") else 0
+    dual = set(c.cfg.get("dual_attention_layers") or ())
+    total = cin * p * p * d + d + emb(256, d) + emb(d, d) + emb(c.int("pooled_projection_dim"), d)
+    total += emb(d, d) + emb(c.int("joint_attention_dim"), cap)
+    for i in range(layers):
+        last = i == layers - 1
+        block = emb(d, 9 * d if i in dual else 6 * d) + (emb(d, 2 * d) if last else emb(d, 6 * d))
+        block += (7 if last else 8) * emb(d, d) + 2 * qk + (1 if last else 2) * (
+            emb(d, 4 * d) + emb(4 * d, d))
+        if i in dual:
+            block += 4 * emb(d, d) + qk
+        total += block
+    total += emb(d, 2 * d) + emb(d, p * p * (c.cfg.get("out_channels") or cin))
+    return {"kind": "mmdit", "params": total, "hidden": d, "layers": layers, "heads": heads,
+            "ffn": 4 * d, "patch": p, "joint_text": True, "text_tokens": text_tokens,
+            "rope": False, "quantize": True, "linear_fraction": 0.99}
 
 
 def _resnet(cin: int, cout: int) -> int:
@@ -158,6 +195,8 @@ def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
     """The diffusion-family entry of one component; None for parameter-free ones."""
     if cls == "FluxTransformer2DModel":
         return flux_transformer(cfg)
+    if cls == "SD3Transformer2DModel":
+        return sd3_transformer(cfg, defaults["clip_tokens"] + defaults["t5_max_tokens"])
     if cls == "AutoencoderKL":
         return autoencoder_kl(cfg)
     if cls in ("CLIPTextModel", "CLIPTextModelWithProjection"):
@@ -165,8 +204,9 @@ def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
     if cls == "T5EncoderModel":
         return t5_encoder(cfg, defaults["t5_max_tokens"])
     raise _bad(f"configs.{name}", f"component class '{cls}' is not one vramplan can count "
-                                  f"(FluxTransformer2DModel, AutoencoderKL, CLIPTextModel, "
-                                  f"CLIPTextModelWithProjection, T5EncoderModel)")
+                                  f"(FluxTransformer2DModel, SD3Transformer2DModel, "
+                                  f"AutoencoderKL, CLIPTextModel, CLIPTextModelWithProjection, "
+                                  f"T5EncoderModel)")
 
 
 NO_PARAMS = ("tokenizer", "tokenizer_2", "tokenizer_3", "scheduler", "feature_extractor")
