@@ -2,8 +2,9 @@
 family declared in `registry.py`."""
 from __future__ import annotations
 
+from ..catalog import stacks
 from ..errors import ScenarioError
-from . import registry
+from . import registry, stack_mechanisms
 from .array import footprint as array
 from .base import Footprint
 from .diffusion import footprint as diffusion
@@ -43,4 +44,9 @@ def footprint(scenario, spec, device) -> Footprint:
         raise ScenarioError("task", f"task '{scenario.task}' is not supported for model family "
                                     f"'{model_family}'" + (f"; valid tasks: {', '.join(ok)}"
                                                            if ok else ""))
-    return FOOTPRINTS[decl.name](scenario, spec, device)
+    fp = FOOTPRINTS[decl.name](scenario, spec, device)
+    if getattr(scenario, "stack", None):   # a stack named: say which and what it applied
+        st = stacks.of(scenario)
+        fp.notes.insert(0, st.resolution_note())
+        fp.stack = stack_mechanisms.section(st, fp.notes)
+    return fp

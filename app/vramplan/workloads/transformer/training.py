@@ -115,6 +115,7 @@ class Training:
         fmt = "nf4" if sc.task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
         base = self.base_weight_bytes(fmt)
         keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
+        keep = self.stack_keep(keep, fmt)   # bitsandbytes 4-bit saving its input (stack_hooks)
         n_train = self._adapter_params(mats)
         tb = self._adapter_dtype()
         self.notes.append("LoRA: frozen base in its precision; adapters, their gradients and "
@@ -143,7 +144,8 @@ class Training:
         r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
         ckpt = self.sc.checkpointing or "none"
         if ckpt == "full":
-            kept = 0 if "activations" in self.off else nl_live * r * sbh_mean / blk.seq_div
+            kept = 0 if "activations" in self.off or self.stack_offloads_blocks() \
+                else nl_live * r * sbh_mean / blk.seq_div
             acts = kept + blk.layer_full
         elif ckpt == "selective":   # per rank: split by TP / SP as torchtitan's op SAC keeps
             sel = (selective_coeff(a, blk.k) if blk.tp <= 1

@@ -22,9 +22,11 @@ import functools
 import json
 
 from ... import runtime
+from ...catalog import stacks
 from ...errors import ScenarioError
 from ...vec import isin, shown, to_int, truth, vmax, where
 from ...vec import peak as peak_of
+from .. import stack_mechanisms
 from ..base import Footprint
 from ...hardware.capabilities import plan_warnings
 from .family import native_resolution, resolution_rule
@@ -191,6 +193,10 @@ def footprint(scenario, spec, device) -> Footprint:
     mode = _attention_mode(scenario, cfg)
     batch = to_int(scenario.batch_size)     # an int64 array in a sweep (vramplan.vec)
     legacy = training and runtime.legacy_stack(scenario, device)
+    stack = stacks.of(scenario)
+    frozen_bn = cfg["arch"] == "faster_rcnn" and stack.has("frozen-bn")
+    if frozen_bn:   # the backbone's BN is FrozenBatchNorm2d (stack_mechanisms.py)
+        cfg = {**cfg, "backbone": {**cfg["backbone"], "norm": "FrozenBN"}}
     g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"],
                     truth(batch == 1), legacy)
     P, tr = g.params, (g.params - g.frozen_params if training else 0)
@@ -201,6 +207,8 @@ def footprint(scenario, spec, device) -> Footprint:
         notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
                      "for backward as well as their output (pytorch/pytorch#64000), so the "
                      "attention scores and the loss's logits are saved twice")
+    if frozen_bn:
+        stack_mechanisms.use(notes, stack, "frozen-bn")
     notes += cudnn.notes(g)
     notes = plan_warnings(device, precisions=(prec,), attention=scenario.attention,
                           compute=task != "load") + notes

@@ -82,6 +82,7 @@ class Graph:
         self.ops: list[Op] = []
         self.tensors: list[T] = []
         self.frozen = False          # builders set this around frozen stages
+        self.frozen_bn = False       # BN layers are FrozenBatchNorm2d (detectron2, torchvision det.)
         self.batch1 = False          # batch of one: some layout copies are no-ops
         self.param_split: dict[str, int] = {"matmul": 0, "norm": 0, "other": 0}
         self.frozen_params = 0
@@ -185,6 +186,9 @@ class Graph:
 
     def bn(self, x: T, name="bn", eval_mode=False, affine=True) -> T:
         """BatchNorm (also SyncBN): saves its input; per-channel stats are negligible."""
+        if self.frozen_bn:   # FrozenBatchNorm2d: x * scale + bias from 4 buffers, nothing saved
+            self.buffers += 4 * x.c
+            return self._op(name, [x], x.shape, out_dtype=x.dtype, group="norm", kind="bn")
         self.buffers += 2 * x.c
         return self._op(name, [x], x.shape, out_dtype=x.dtype, params=2 * x.c if affine else 0,
                         saves=[x], group="norm", kind="bn")

@@ -27,6 +27,7 @@ def resnet(g: Graph, x: T, cfg: dict) -> list:
     exp = 4 if bottleneck else 1
     frozen = cfg.get("frozen_stages", -1)
     g.frozen = frozen >= 0
+    g.frozen_bn = cfg.get("norm") == "FrozenBN"   # detectron2 / torchvision detection backbones
     if cfg.get("stem", "7x7") == "deep":
         sw = cfg.get("stem_width", 64)
         x = conv_bn(g, x, sw // 2, 3, 2)
@@ -57,7 +58,7 @@ def resnet(g: Graph, x: T, cfg: dict) -> list:
             x = g.relu(g.add(y, idn))
             g.end_block()
         outs.append(x)
-    g.frozen = False
+    g.frozen = g.frozen_bn = False
     return outs
 
 

@@ -1,0 +1,98 @@
+"""What each software-stack mechanism (`catalog/data/stacks.toml`) does to the bytes, and how
+an estimate reports the ones it applied.
+
+A workload asks `use(notes, stack, name)` where a mechanism could change its figures: True when
+the stack has it (the note, with the mechanism's source, is added once); `section(...)` is the
+estimate's `stack` section (name, version, the change point taken, each mechanism with its
+source and whether this plan applied it).
+
+The byte formulas, each read in the framework's source:
+
+- `compiled-loss` (torchtitan >= 2025-04, PR #1033, commit bbb1b616,
+  torchtitan/components/loss.py: `torch.compile(cross_entropy_loss)` when training.compile):
+  the compiled graph saves the 16-bit logits and two fp32 values per row (max and log-sum-exp)
+  and its backward is one fused kernel writing a 16-bit gradient: 2 p T V + 8 T bytes, instead
+  of the eager loss's fp32 log-softmax output, its gradient and the input gradient (3 x 4 T V).
+- `fused-cross-entropy` (Unsloth, unsloth/kernels/cross_entropy_loss.py
+  Fast_CrossEntropyLoss, commit 015bdef0): forward saves (logits, logsumexp, labels) with an
+  fp32 logsumexp per row; backward writes the gradient into the logits in place: p T V + 4 T.
+- `bnb-4bit-no-double-quant` (transformers BitsAndBytesConfig: bnb_4bit_use_double_quant=False
+  by default; bitsandbytes quantize_4bit blocksize 64 with an fp32 absmax per block):
+  0.5 + 4 / 64 = 0.5625 B per 4-bit weight (0.5 + 1/64 + 4/(64*256) with double quantisation).
+- `bnb-4bit-keeps-input` (bitsandbytes MatMul4Bit.forward, `ctx.tensors = (A, B)` when the
+  input needs a gradient, from commit 13c0a4dc until 0.43.2, PR #1270 / 9e753741): every
+  frozen 4-bit linear keeps its input for backward, as an adapted one does.
+- `offloaded-checkpointing` (Unsloth_Offloaded_Gradient_Checkpointer, unsloth/models/_utils.py,
+  commit 4474e4bc): with checkpointing 'full' each block's input is copied to the host, so
+  the GPU keeps none of them (one block recomputed in backward remains).
+- `frozen-bn` (detectron2/layers/batch_norm.py and torchvision.ops.misc FrozenBatchNorm2d:
+  `x * scale + bias` with scale and bias from buffers): a frozen BN keeps no input for
+  backward and has no parameters (four per-channel buffers).
+"""
+from __future__ import annotations
+
+NF4_NO_DOUBLE_QUANT = 0.5 + 4.0 / 64      # B per weight: packed 4 bits + an fp32 absmax per 64
+
+EFFECT = {
+    "compiled-loss": "with option compile the cross-entropy is compiled too: it keeps the "
+                     "16-bit logits and two fp32 values per row, and its fused backward writes "
+                     "a 16-bit gradient (2 p T V bytes, not three fp32 vocabulary buffers)",
+    "fused-cross-entropy": "Unsloth's fused cross-entropy keeps the 16-bit logits and an fp32 "
+                           "log-sum-exp per row and writes the gradient into the logits in "
+                           "place (p T V bytes)",
+    "bnb-4bit-no-double-quant": "load_in_4bit without bnb_4bit_use_double_quant: an fp32 "
+                                "absmax per 64 weights, 0.5625 B per 4-bit weight",
+    "bnb-4bit-keeps-input": "bitsandbytes MatMul4Bit saves its input for backward: every "
+                            "frozen 4-bit linear keeps its input",
+    "offloaded-checkpointing": "Unsloth's offloaded gradient checkpointing: each block's input "
+                               "is copied to the host during forward; the GPU keeps none",
+    "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "
+                 "input and no BN parameters",
+}
+_MARK = "stack mechanism "
+
+
+def use(notes: list, stack, name: str) -> bool:
+    """True when `stack` has mechanism `name`; the first time, a note with its effect and
+    source is added to `notes`."""
+    if not stack.has(name):
+        return False
+    head = f"{_MARK}'{name}' ({stack.label})"
+    if not any(n.startswith(head) for n in notes):
+        notes.append(f"{head}: {EFFECT[name]} (source: {stack.mechanisms[name]})")
+    return True
+
+
+def applied(notes: list) -> set[str]:
+    """The mechanisms `use` applied, read from the notes it wrote."""
+    out = set()
+    for n in notes:
+        if isinstance(n, str) and n.startswith(_MARK + "'"):
+            out.add(n[len(_MARK) + 1:].split("'", 1)[0])
+    return out
+
+
+def section(stack, notes: list) -> dict:
+    """The estimate's `stack` section."""
+    done = applied(notes)
+    return {"name": stack.name, "version": stack.version, "change_point": stack.point,
+            "resolution": stack.resolution_note(),
+            "mechanisms": [{"name": m, "source": src, "applied": m in done}
+                           for m, src in stack.mechanisms.items()]}
+
+
+def compiled_loss_bytes(p: int, tokens: int, vocab: int) -> int:
+    """torchtitan's compiled cross-entropy at the start of backward: the saved 16-bit logits,
+    the 16-bit gradient its fused backward writes, and two fp32 values per row."""
+    return 2 * p * tokens * vocab + 8 * tokens
+
+
+def fused_ce_bytes(p: int, tokens: int, vocab: int) -> int:
+    """Unsloth's Fast_CrossEntropyLoss: the logits (their gradient written in place) and an
+    fp32 log-sum-exp per row."""
+    return p * tokens * vocab + 4 * tokens
+
+
+def nf4_weights(quantizable: int, kept: int) -> int:
+    """4-bit weights without double quantisation; the rest (embeddings, head, norms) 16-bit."""
+    return int(quantizable * NF4_NO_DOUBLE_QUANT) + 2 * kept

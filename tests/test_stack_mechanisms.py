@@ -1,0 +1,112 @@
+"""Each software-stack mechanism (workloads/stack_mechanisms.py, catalog/data/stacks.toml) with
+a value checkable by hand, and the default `pytorch` stack changing nothing."""
+from __future__ import annotations
+
+from vramplan.estimate import estimate
+from vramplan.workloads import stack_mechanisms as mech
+from vramplan.workloads.vision.layers import Graph
+
+H100, A100 = "nvidia-h100-sxm5-80gb", "nvidia-a100-sxm4-80gb"
+
+
+def _est(d: dict, stack: str | None):
+    return estimate({**d, "stack": stack} if stack else d, with_max_batch=False)
+
+
+def test_torchtitan_compiled_loss_from_2025_04():
+    """Llama-3 8B, FSDP over 8 GPUs (bf16 units, fp32 loss), compile on, 1 x 8192 tokens,
+    V = 128256: the eager loss holds 3 fp32 T x V buffers = 12 TV; the compiled one (PR #1033)
+    the 16-bit logits and gradient plus two fp32 per row = 4 TV + 8 T.
+    T V = 8192 * 128256 = 1,050,673,152: 12 TV - (4 TV + 8 T) = 8,405,319,680 bytes."""
+    d = {"model": "meta-llama/Meta-Llama-3-8B", "task": "train", "batch_size": 1,
+         "seq_len": 8192, "precision": "bf16-mixed", "parallel": {"gpus": 8, "zero": 3},
+         "options": ["compile"], "gpu": H100}
+    old, new = _est(d, "torchtitan@2025-02"), _est(d, "torchtitan@2025-06")
+    TV, T = 8192 * 128256, 8192
+    assert mech.compiled_loss_bytes(2, T, 128256) == 4 * TV + 8 * T
+    assert old.peak_allocated_bytes - new.peak_allocated_bytes == 12 * TV - (4 * TV + 8 * T) \
+        == 8_405_319_680
+    sec = new.to_dict()["stack"]
+    assert sec["change_point"] == "2025-04" and sec["mechanisms"][0]["applied"]
+    assert "#1033" in sec["mechanisms"][0]["source"]
+    assert "nearest earlier" in new.notes[0]
+    # without compile the loss is eager in both
+    eager = {**d, "options": []}
+    assert _est(eager, "torchtitan@2025-02").peak_allocated_bytes == \
+        _est(eager, "torchtitan@2025-06").peak_allocated_bytes
+
+
+def test_hf_qlora_before_bitsandbytes_0_43_2_keeps_every_frozen_input():
+    """Llama-2-7b QLoRA (q_proj, v_proj adapted), 1 x 512 tokens: MatMul4Bit saving A (until
+    PR #1270, 2024-07) keeps the inputs of the frozen o_proj (T x h), gate/up (one shared
+    T x h) and down_proj (T x f), 2 B each, in 32 layers:
+    32 * (2 * 512 * 4096 * 2 + 512 * 11008 * 2) = 629,145,600 bytes."""
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "qlora", "batch_size": 1,
+         "seq_len": 512, "gpu": A100}
+    old, new = _est(d, "hf@2024-06"), _est(d, "hf@2024-08")
+    assert old.footprint.phases["forward"]["activations"] - \
+        new.footprint.phases["forward"]["activations"] == 629_145_600
+    assert {m["name"]: m["applied"] for m in old.to_dict()["stack"]["mechanisms"]} == \
+        {"bnb-4bit-no-double-quant": True, "bnb-4bit-keeps-input": True}
+
+
+def test_hf_load_in_4bit_without_double_quant():
+    """transformers' default BitsAndBytesConfig: 0.5 + 4/64 = 0.5625 B per 4-bit weight, not
+    0.5 + 1/64 + 4/16384 with double quantisation. Llama-2-7b's block linears:
+    32 * (4 * 4096^2 + 3 * 4096 * 11008) = 6,476,005,376 weights; difference
+    6,476,005,376 * (0.5625 - 0.515869140625) = 301,981,696 bytes."""
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "qlora", "batch_size": 1,
+         "seq_len": 512, "gpu": A100}
+    assert mech.NF4_NO_DOUBLE_QUANT == 0.5625
+    hf, plain = _est(d, "hf@2024-08"), _est(d, None)
+    assert hf.components["weights"] - plain.components["weights"] == 301_981_696
+
+
+def test_unsloth_offloads_block_inputs_and_fuses_the_loss():
+    """Llama-3.1-8B LoRA, bf16, full checkpointing, 1 x 32768 tokens: hf keeps each block's
+    16-bit input, 32 * 2 * 32768 * 4096 = 8,589,934,592 bytes more at forward end; Unsloth
+    copies them to the host. Its fused loss keeps p T V instead of 3 fp32 T V buffers."""
+    d = {"model": "meta-llama/Llama-3.1-8B", "task": "lora", "batch_size": 1,
+         "seq_len": 32768, "checkpointing": "full", "gpu": H100}
+    hf, us = _est(d, "hf"), _est(d, "unsloth")
+    fwd = {k: e.footprint.phases["forward"]["activations"] for k, e in (("hf", hf), ("us", us))}
+    assert fwd["hf"] - fwd["us"] == 32 * 2 * 32768 * 4096 == 8_589_934_592
+    assert us.components["activations"] <= hf.components["activations"] / 2
+    for ph in ("forward", "backward"):
+        assert us.footprint.phases[ph]["activations"] <= \
+            hf.footprint.phases[ph]["activations"] / 2
+    assert mech.fused_ce_bytes(2, 10, 100) == 2 * 10 * 100 + 4 * 10
+
+
+def _bn_saved(frozen_bn: bool) -> int:
+    g = Graph(dt="f32", training=True)
+    g.frozen_bn = frozen_bn
+    x = g.input((3, 8, 8))
+    y = g.conv(x, 16, 3, 1)          # trainable conv: y requires grad
+    z = g.relu(g.bn(y))
+    return g.curves([z]).at(1)["saved"]
+
+
+def test_frozen_bn_keeps_no_input():
+    # BN keeps its 16 x 8 x 8 fp32 input (4096 B); FrozenBatchNorm2d (x * scale + bias with
+    # buffers) keeps nothing: the conv's saved input and the ReLU output are the same in both
+    assert _bn_saved(False) - _bn_saved(True) == 16 * 8 * 8 * 4 == 4096
+
+
+def test_detectron2_holds_less_than_mmdet_by_the_bn_inputs():
+    d = {"model": "mmdet/faster-rcnn_r50_fpn", "task": "train", "batch_size": 2, "gpu": A100}
+    mm, d2 = _est(d, "mmdet"), _est(d, "detectron2")
+    diff = mm.components["activations"] - d2.components["activations"]
+    assert diff > 0 and d2.peak_allocated_bytes < mm.peak_allocated_bytes
+    # the graph unit above: each trainable-stage BN's input (a conv output nothing else
+    # keeps) is what FrozenBatchNorm2d does not save; the frozen stem and stage 1 save none
+    assert any("frozen-bn" in n for n in d2.notes)
+
+
+def test_default_stack_changes_nothing():
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "qlora", "batch_size": 1,
+         "seq_len": 512, "gpu": A100}
+    a, b = _est(d, None), _est(d, "pytorch")
+    assert a.to_dict() == b.to_dict() and "stack" not in a.to_dict()
+    mm = {"model": "mmdet/faster-rcnn_r50_fpn", "task": "train", "batch_size": 2, "gpu": A100}
+    assert _est(mm, None).peak_allocated_bytes == _est(mm, "mmdet").peak_allocated_bytes
