@@ -32,6 +32,8 @@ class Estimate(MemoryReport):
             "notes": list(self.notes)}
         if self.ranks:
             self.sections["ranks"] = list(self.ranks)
+        if self.footprint.stack:   # the stack named and its mechanisms (workloads/dispatch)
+            self.sections["stack"] = dict(self.footprint.stack)
         if self.footprint.serving:  # the engine's start-up check (workloads/transformer/engine)
             self.sections["serving"] = dict(self.footprint.serving)
         return super().to_dict()

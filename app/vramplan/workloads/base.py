@@ -47,6 +47,9 @@ class Footprint:
     ranks: dict[str, "Footprint"] = field(default_factory=dict)
     """optional: the footprint of each distinct rank when ranks differ (pipeline stages), by
     name; this footprint is the worst of them. estimate.py reports each in a `ranks` section"""
+    stack: dict = field(default_factory=dict)
+    """the software stack the plan names (`stack` key) and its mechanisms, each with its source
+    and whether this plan applied it (workloads/stack_mechanisms.section); empty by default"""
 
     serving: dict = field(default_factory=dict)
     """a serving engine's start-up check and pool (workloads/transformer/engine.py

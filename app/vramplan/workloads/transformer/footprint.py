@@ -21,6 +21,8 @@ from . import encdec, engine, formats, layer_types, traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from .lora import LORA_GROUPS, lora_modules
+from ...catalog import stacks
+from .stack_hooks import StackHooks
 from .training import Training
 
 __all__ = ["LORA_GROUPS", "footprint", "lora_modules"]
@@ -54,7 +56,7 @@ def footprint(scenario, spec, device) -> Footprint:
     return ctx.load()
 
 
-class _Ctx(Training):
+class _Ctx(Training, StackHooks):
     """Shared quantities of one scenario (parameter split, layout, dtypes); the training
     phases are in training.Training."""
 
@@ -91,9 +93,13 @@ class _Ctx(Training):
         self.p = prec_mod.activation_bytes(prec)
         self.mixed = prec_mod.is_mixed(prec)
         self.legacy = _legacy(sc, device)
+        self.stack = stacks.of(sc)   # the software stack's mechanisms (stack_hooks.py)
 
     # ---- helpers -------------------------------------------------------------------------
     def base_weight_bytes(self, fmt: str | None = None) -> int:
+        stacked = self.stack_weight_bytes(fmt or self.prec)
+        if stacked is not None:
+            return stacked
         return formats.weight_bytes(self, fmt or self.prec)   # shipped formats: formats.py
 
     def resident_weight_bytes(self, fmt: str | None = None) -> int:
@@ -149,6 +155,9 @@ class _Ctx(Training):
         lt = 4 if upcast else self.p
         if not training:
             return TV * (self.p + (4 if upcast and self.p != 4 else 0))
+        stacked = self.stack_loss_bytes(tokens, V)
+        if stacked is not None:
+            return stacked
         if "chunked-loss" in self.opts:
             chunk = 3 * 4 * TV // 8     # one of 8 chunks: log-softmax out, its grad, input grad
             if "compile" in self.opts:  # compiled CE saves the 16-bit chunk logits and the lse;
