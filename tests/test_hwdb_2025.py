@@ -217,3 +217,10 @@ def test_device_card_shows_the_share(db):
     from vramplan.ui.device_card import device_card_html
     html = device_card_html(db.get("apple-m3-ultra").to_dict(), db.sources)
     assert "384 GiB" in html and "75.0%" in html and "iogpu.wired_limit_mb" in html
+
+
+def test_blackwell_ultra_systems(db):
+    nvl = db.get_system("nvidia-gb300-nvl72")
+    assert nvl.gpu == "nvidia-gb300" and nvl.gpu_count == 72 and nvl.gpus_per_node == 4
+    assert nvl.gpu_count * db.get(nvl.gpu).bandwidth_gbs == 576_000   # NVL72: 576 TB/s
+    assert db.get_system("nvidia-hgx-b300").link_gbs_per_direction == 1800 / 2   # 1.8 TB/s both ways
