@@ -20,6 +20,11 @@ states alone exceed the limit are dropped, then GPU counts are walked from the f
 within a count, layouts in order of step time are estimated until one fits, and only a
 layout faster than every smaller count's is worth estimating. The answer is the Pareto
 front over GPUs and step time (it holds the fewest-GPU-hours layout).
+
+Every layout gets the job's `options` (default the chunked cross-entropy: torchtitan's
+ChunkedLossWrapper, the same loss without whole fp32 logits) and, with TP, sequence
+parallelism and the vocab-parallel loss (Megatron-LM's default with TP; torchtitan
+loss_parallel): kernels and layouts that keep the job.
 """
 from __future__ import annotations
 
@@ -52,6 +57,7 @@ class Job:
     network_gbs: float | None = None    # GB/s per GPU between domains (default: hwdb system)
     token_budget: float = 1e12          # tokens the run trains on, for GPU-hours
     headroom: object = None             # as advise(): '5%' or '2GiB' (default 5%)
+    options: tuple = ("chunked-loss",)  # job-keeping kernels every layout gets (module doc)
 
     @property
     def tokens_per_step(self) -> int:
@@ -163,8 +169,10 @@ class Solver:
              "gpu": self.dev.id, "parallel": {"gpus": lay.gpus, "data": lay.data,
                                               "tensor": lay.tensor, "pipeline": lay.pipeline,
                                               "context": lay.context, "zero": lay.zero}}
-        if lay.tensor > 1:
-            d["options"] = ["sequence-parallel"]
+        opts = set(j.options) | ({"sequence-parallel", "loss-parallel"} if lay.tensor > 1
+                                 else set())
+        if opts:
+            d["options"] = sorted(opts)
         return Scenario.from_dict(d)
 
     # ---- price --------------------------------------------------------------------------
@@ -341,7 +349,9 @@ class Solver:
 
 def where(opt: Option, front: list[Option]) -> str:
     """Where a layout falls against the front: on it, or how far from the front's fastest
-    step on as many GPUs or fewer."""
+    step on as many GPUs or fewer (a layout the estimate says does not fit is off it)."""
+    if opt.fits is False:
+        return "off the front: the estimate says a rank does not fit"
     peers = [f for f in front if f.gpus <= opt.gpus]
     if not peers:
         return "fewer GPUs than any layout on the front"
