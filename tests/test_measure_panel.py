@@ -184,7 +184,7 @@ def test_fake_nvml_probe_detects_and_selects_the_gpu(monkeypatch):
     app = App(charts=False)
     g = app.live.gpu
     assert g["name"] == "NVIDIA H200 NVL" and g["hwdb_id"] == "nvidia-h200-nvl-141gb"
-    assert "141.0 GiB total, 111.0 GiB free" in app.live.body.value
+    assert "141.00 GiB total, 111.00 GiB free" in app.live.body.value
     assert "550.54.15 · CUDA 12.4" in app.live.body.value
     assert not app.live.detect.disabled and app.state.gpu != "nvidia-h200-nvl-141gb"
     app.live.detect.click()
@@ -298,10 +298,10 @@ def test_a_trace_result_reads_in_both_languages():
     panel.job.start()
     panel.job.finish(result)
     out = panel.output.value
-    assert "Traced peak 11.0 GiB: Backward, step 2" in out and "1,234 ops in 2.5 s" in out
-    assert "+1.0 GiB (+10.0%)" in out and "The estimate&#x27;s peak: Forward." in out
-    assert "h.0-1" in out and "2 blocks, 2.0 GiB each at most" in out
+    assert "Traced peak 11.00 GiB: Backward, step 2" in out and "1,234 ops in 2.5 s" in out
+    assert "+1.00 GiB (+10.0%)" in out and "The estimate&#x27;s peak: Forward." in out
+    assert "h.0-1" in out and "2 blocks, 2.00 GiB each at most" in out
     set_lang(st, "zh")
     out = panel.output.value
-    assert "追踪峰值 11.0 GiB：第 2 步，反向" in out and "估算的峰值：前向。" in out
-    assert "2 个块，单个最多 2.0 GiB" in out and panel.button.description == "追踪此方案"
+    assert "追踪峰值 11.00 GiB：第 2 步，反向" in out and "估算的峰值：前向。" in out
+    assert "2 个块，单个最多 2.00 GiB" in out and panel.button.description == "追踪此方案"

@@ -18,6 +18,7 @@ from vramplan.estimate import estimate  # noqa: E402
 from vramplan.scenario import Scenario, valid_tasks  # noqa: E402
 from vramplan.scenario.form import fields as form_fields  # noqa: E402
 from vramplan.ui import App  # noqa: E402
+from vramplan.vocab import phase_label  # noqa: E402
 from vramplan.ui.explore import VIEWS, available  # noqa: E402
 
 LLAMA = "meta-llama/Llama-3.1-8B"
@@ -49,9 +50,9 @@ def test_default_plan_is_estimated_and_shown(charted):
     assert app.scenario.task == "lora" and app.estimate is not None
     text = _plain(app.panel.value)
     assert f"Fits on {est['gpu']['name']}" in text if est["fits"] else "Does not fit" in text
-    assert f"{est['per_gpu']['device_used_bytes'] / 2**30:,.1f} GiB" in text
-    assert f"{est['per_gpu']['peak_allocated_bytes'] / 2**30:,.1f} GiB" in text
-    assert est["peak_phase"] in text
+    assert f"{est['per_gpu']['device_used_bytes'] / 2**30:,.2f} GiB" in text   # units.format_gib
+    assert f"{est['per_gpu']['peak_allocated_bytes'] / 2**30:,.2f} GiB" in text
+    assert phase_label(est["peak_phase"]) in text        # 'Backward', the one name (vocab)
     assert Scenario.from_query(app.url.query) == app.scenario
     assert "model=meta-llama/Llama-3.1-8B&" in app.url.query          # readable and exact
     rows = chart_rows(app.panel.chart.spec)

@@ -9,6 +9,7 @@ import math
 import re
 
 from .errors import VramplanError
+from .i18n import format_number
 
 KB, MB, GB, TB, PB = 10**3, 10**6, 10**9, 10**12, 10**15
 KiB, MiB, GiB, TiB, PiB = 2**10, 2**20, 2**30, 2**40, 2**50
@@ -100,6 +101,44 @@ def format_bytes(n: int | float, unit: str = "auto", digits: int = 1, binary: bo
         if a >= size:
             return f"{sign}{a / size:.{digits}f} {name}"
     return f"{sign}{int(a)} B"
+
+
+# THE size formatter of everything people read (the charts, the page, the report, the CLI
+# text): memory in binary GiB with two decimals (a figure one can check by hand against
+# bytes / 2**30), under 1 GiB in MiB, under 1 MiB in KiB; numbers in the language's convention
+SIZE_DIGITS = 2
+
+
+def _finite(n) -> bool:
+    return isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n)
+
+
+def format_gib(n: int | float | None, lang: str = "en", digits: int = SIZE_DIGITS,
+               none: str = "–") -> str:
+    """Bytes in GiB whatever the size: 80 * 2**30 -> '80.00 GiB', 1.5e12 -> '1,396.98 GiB';
+    `none` for None or a non-number."""
+    if not _finite(n):
+        return none
+    return f"{format_number(n / GiB, digits, lang)} GiB"
+
+
+def format_size(n: int | float | None, lang: str = "en", none: str = "–") -> str:
+    """Bytes for people: 16 * 2**30 -> '16.00 GiB', 3 * 2**20 -> '3.0 MiB', 2048 -> '2.0 KiB',
+    512 -> '512 B'; `none` for None or a non-number."""
+    if not _finite(n):
+        return none
+    a = abs(n)
+    if a >= GiB or n == 0:
+        return format_gib(n, lang)
+    for name, size in (("MiB", MiB), ("KiB", KiB)):
+        if a >= size:
+            return f"{format_number(n / size, 1, lang)} {name}"
+    return f"{format_number(n, 0, lang)} B"
+
+
+def format_gbs(gbs: float | None, lang: str = "en", none: str = "–") -> str:
+    """Bandwidth in decimal GB/s, as vendors quote it: 3350.0 -> '3,350.0 GB/s'."""
+    return f"{format_number(gbs, 1, lang)} GB/s" if _finite(gbs) else none
 
 
 def format_rate(bytes_per_s: float, digits: int = 2) -> str:

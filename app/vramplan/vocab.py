@@ -47,3 +47,35 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
               "paged-adamw-8bit", "lion", "none")
 CHECKPOINTING = ("none", "selective", "full")
 ATTENTION = ("eager", "sdpa", "flash")
+
+# ---- display names: one English name per component and per phase (the key of every
+# translation in locale/<lang>/*.toml); the charts, the page, the report and the CLI print these
+COMPONENT_LABELS = {
+    "weights": "Weights", "gradients": "Gradients", "optimizer_states": "Optimizer states",
+    "activations": "Activations", "kv_cache": "KV cache", "temporary": "Temporary",
+    "allocator_slack": "Allocator slack", "cuda_context": "CUDA context",
+    "nccl": "NCCL buffers", "cuda_graphs": "CUDA graphs", "workspace": "Workspaces",
+}
+# the phases the estimate's footprints and the tracer name (`peak_phase`, `phases`)
+PHASE_LABELS = {
+    "forward": "Forward", "backward": "Backward", "backward-end": "Backward end",
+    "backward-later": "Backward (later)", "optimizer-step": "Optimizer step",
+    "prefill": "Prefill", "decode": "Decode", "denoise": "Denoise", "text-encode": "Text encode",
+    "vae-encode": "VAE encode", "vae-decode": "VAE decode", "load": "Load", "serve": "Serve",
+    "frame": "Frame", "compute": "Compute", "idle": "Idle",
+}
+
+
+def _generic_label(key: str) -> str:
+    return str(key).replace("_", " ").replace("-", " ").capitalize()
+
+
+def component_label(key: str) -> str:
+    """'optimizer_states' -> 'Optimizer states'; a key no table names: 'odd_buffer' ->
+    'Odd buffer' (English; translate at the edge with `i18n.gettext`)."""
+    return COMPONENT_LABELS.get(key) or _generic_label(key)
+
+
+def phase_label(key: str) -> str:
+    """'optimizer-step' -> 'Optimizer step' (English; translate at the edge)."""
+    return PHASE_LABELS.get(key) or _generic_label(key)

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from .. import vocab
 from ..i18n import gettext
-from ..units import GiB, format_bytes
+from ..units import GiB, format_size
 from . import theme
 
 # ---------------------------------------------------------------- memory at the peak
@@ -13,19 +14,13 @@ from . import theme
 # the stacking order (model states, per-batch memory, then allocator slack and CUDA context)
 COMPONENT_COLORS = theme.COMPONENT_PALETTE
 OTHER_COMPONENT_COLOR = theme.OTHER_COMPONENT
-COMPONENT_LABELS = {
-    "weights": "Weights", "gradients": "Gradients", "optimizer_states": "Optimizer states",
-    "activations": "Activations", "kv_cache": "KV cache", "temporary": "Temporary",
-    "allocator_slack": "Allocator slack", "cuda_context": "CUDA context",
-    "nccl": "NCCL buffers", "cuda_graphs": "CUDA graphs", "workspace": "Workspaces",
-}
+COMPONENT_LABELS = vocab.COMPONENT_LABELS
 
 
 def component_label(key: str, lang: str = "en") -> str:
-    """'optimizer_states' -> 'Optimizer states' (unknown keys: underscores to spaces), in
+    """'optimizer_states' -> 'Optimizer states' (the one name of `vocab.component_label`), in
     `lang` (the English label is the catalogue's key)."""
-    return gettext(COMPONENT_LABELS.get(key) or
-                   key.replace("_", " ").replace("-", " ").capitalize(), lang)
+    return gettext(vocab.component_label(key), lang)
 
 
 def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float = 0.07,
@@ -47,7 +42,7 @@ def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float =
         b = int(components[k])
         rows.append({
             "component": k, "label": component_label(k, lang), "bytes": b,
-            "gib": round(b / GiB, 3), "size": format_bytes(b), "start_gib": round(at / GiB, 4),
+            "gib": round(b / GiB, 3), "size": format_size(b, lang), "start_gib": round(at / GiB, 4),
             "end_gib": round((at + b) / GiB, 4), "share": round(b / total, 4),
             "show_label": b / scale >= min_label_fraction,
         })

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..i18n import gettext
 from . import theme
+from .breakdown import component_label
 
 
 def _phases_of(phases: Any) -> tuple[Mapping[str, Mapping[str, int]], str | None]:
@@ -33,15 +34,11 @@ def phase_rows(phases: Any, lang: str = "en") -> list[dict]:
             b = int(comps[k])
             rows.append({"phase": phase, "phase_label": theme.label(phase, lang=lang),
                          "order": i, "component": k,
-                         "component_label": theme.label(k, _COMPONENT_NAMES, lang),
+                         "component_label": component_label(k, lang),
                          "bytes": b, "gib": theme.gib(b), "start_gib": theme.gib(at),
                          "end_gib": theme.gib(at + b), "total_gib": theme.gib(total)})
             at += b
     return rows
-
-
-_COMPONENT_NAMES = {"kv_cache": "KV cache", "cuda_context": "CUDA context",
-                    "optimizer_states": "Optimizer states", "nccl": "NCCL buffers"}
 
 
 def phases_chart(phases: Any, *, peak_phase: str | None = None,

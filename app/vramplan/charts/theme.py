@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
+from .. import vocab
 from ..units import GiB
 
 OKABE_ITO = {
@@ -69,22 +70,17 @@ VENDOR_COLORS = {"NVIDIA": "#76b900", "AMD": "#ed1c24", "Intel": "#0071c5", "Goo
                  "Apple": "#555555"}
 OTHER_VENDOR_COLOR = "#8c8c8c"
 
-PHASE_LABELS = {
-    "forward": "Forward", "backward": "Backward", "optimizer": "Optimizer step",
-    "optimizer-step": "Optimizer step", "optimizer_step": "Optimizer step",
-    "prefill": "Prefill", "decode": "Decode", "denoise": "Denoise", "vae-decode": "VAE decode",
-    "vae_decode": "VAE decode", "load": "Load",
-}
+PHASE_LABELS = vocab.PHASE_LABELS
 
 
 def label(key: str, table: Mapping[str, str] | None = None, lang: str = "en") -> str:
-    """A key as people read it: 'optimizer-step' -> 'Optimizer step' (table first), in
-    `lang` (the English label is the catalogue's key)."""
+    """A phase key as people read it: 'optimizer-step' -> 'Optimizer step' (`table` first,
+    else `vocab.phase_label`, the one name of each phase), in `lang` (the English label is the
+    catalogue's key)."""
     from ..i18n import gettext
     if table and key in table:
         return gettext(table[key], lang)
-    return gettext(PHASE_LABELS.get(key) or
-                   str(key).replace("_", " ").replace("-", " ").capitalize(), lang)
+    return gettext(vocab.phase_label(key), lang)
 
 
 def component_color(key: str) -> str:

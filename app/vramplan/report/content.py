@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 from ..charts.breakdown import component_label
 from ..charts.waterfall import cost_text
+from ..vocab import phase_label
 from .text import count, gbs, seconds, size, tr
 
 # notes of the estimate that describe its own bookkeeping, not an assumption about the job
@@ -84,7 +85,7 @@ def figures(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> lis
     add("Peak device memory per GPU (what nvidia-smi shows)", size(pg.get("device_used_bytes"),
                                                                  lang))
     if phase:
-        add("Peak phase", tr(str(phase), lang))
+        add("Peak phase", tr(phase_label(str(phase)), lang))
     add("Peak allocated by tensors", size(pg.get("peak_allocated_bytes"), lang))
     add("Peak reserved by the caching allocator", size(pg.get("peak_reserved_bytes"), lang))
     add("Usable memory of the GPU", size(usable, lang) if usable else None)

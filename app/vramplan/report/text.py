@@ -4,7 +4,7 @@ Chinese in `locale/zh/report.toml`), and sizes, rates and times are written here
 from __future__ import annotations
 
 from ..i18n import format_number, gettext, normalise_lang
-from ..units import GiB, MiB
+from ..units import format_gbs, format_size
 
 __all__ = ["tr", "size", "gbs", "seconds", "count", "share", "normalise_lang"]
 
@@ -16,18 +16,14 @@ def tr(text: str, lang: str, **values) -> str:
 
 
 def size(n: int | float | None, lang: str = "en") -> str:
-    """Bytes as people read them: 12.34 GiB (two decimals: a figure one can check by hand
-    against bytes / 2**30), under 1 GiB in MiB; '-' for none."""
-    if n is None:
-        return "-"
-    if abs(n) >= GiB or n == 0:
-        return f"{format_number(n / GiB, 2, lang)} GiB"
-    return f"{format_number(n / MiB, 1, lang)} MiB"
+    """Bytes as people read them (`units.format_size`, the charts' and the page's too): 12.34
+    GiB, under 1 GiB in MiB; '-' for none."""
+    return format_size(n, lang, none="-")
 
 
 def gbs(v: float | None, lang: str = "en") -> str:
-    """Decimal GB/s, as vendors quote bandwidth."""
-    return "-" if v is None else f"{format_number(v, 1, lang)} GB/s"
+    """Decimal GB/s, as vendors quote bandwidth (`units.format_gbs`)."""
+    return format_gbs(v, lang, none="-")
 
 
 def seconds(s: float | None, lang: str = "en") -> str:

@@ -13,7 +13,7 @@ import ipywidgets as W
 from . import looks as L
 from .i18n import N_, _, current_lang, msg
 from .section import section
-from .text import count, human_bytes, label_of, rate_gbs, seconds, si
+from .text import count, label_of, rate_gbs, seconds, si, size
 
 _e = html.escape
 
@@ -56,9 +56,9 @@ def fmt(key: str, v: Any) -> str:
     if k.endswith("_gbs"):
         return rate_gbs(v)
     if "bytes" in k and k.endswith("_per_s"):
-        return human_bytes(v) + "/s"
+        return rate_gbs(v / 1e9)          # traffic: decimal GB/s, as bandwidth is quoted
     if k.startswith("bytes") or k.endswith("_bytes") or "_bytes_" in k:
-        return human_bytes(v)
+        return size(v)                    # memory and bytes moved: GiB
     if k.endswith("tokens_per_s") or k.endswith("_fps") or k.startswith("max_fps"):
         return f"{count(round(v, 1))}/s"
     if k.endswith("_s"):

@@ -11,6 +11,8 @@ import math
 import re
 from typing import Any
 
+from ..units import format_gbs, format_gib, format_size
+
 _NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbt]?)\s*(?:params?)?\s*$",
                      re.I)
 _SCALE = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
@@ -153,29 +155,21 @@ def human_bytes(n: Any, digits: int = 3) -> str:
     return si(n, "B", digits)
 
 
-def gib(n: Any, digits: int = 1) -> str:
-    """Bytes as GiB with separators ('1,234.5 GiB'); '–' for None."""
-    if not isinstance(n, (int, float)) or isinstance(n, bool) or not math.isfinite(n):
-        return "–"
-    return f"{n / 2**30:,.{digits}f} GiB"
+def gib(n: Any) -> str:
+    """Bytes as GiB with separators ('1,234.50 GiB'); '–' for None: `units.format_gib`, the
+    one size formatter of the charts, the report and the CLI."""
+    return format_gib(n)
 
 
 def size(n: Any) -> str:
-    """Bytes in the binary unit that reads best: '7.9 MiB', '1.2 GiB', '1,234.5 GiB'."""
-    if not isinstance(n, (int, float)) or isinstance(n, bool) or not math.isfinite(n):
-        return "–"
-    if abs(n) >= 2**30 or n == 0:
-        return gib(n)
-    if abs(n) >= 2**20:
-        return f"{n / 2**20:,.1f} MiB"
-    return f"{n / 2**10:,.1f} KiB"
+    """Bytes in the binary unit that reads best: '7.9 MiB', '1.25 GiB', '1,234.50 GiB'
+    (`units.format_size`)."""
+    return format_size(n)
 
 
 def rate_gbs(gbs: Any) -> str:
-    """GB/s as '3.35 TB/s' or '936 GB/s'."""
-    if not isinstance(gbs, (int, float)) or not math.isfinite(gbs):
-        return "–"
-    return f"{gbs / 1000:,.2f} TB/s" if gbs >= 1000 else f"{gbs:,.0f} GB/s"
+    """Bandwidth in decimal GB/s ('3,350.0 GB/s'; `units.format_gbs`)."""
+    return format_gbs(gbs)
 
 
 def seconds(s: Any) -> str:
