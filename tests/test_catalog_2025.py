@@ -322,3 +322,41 @@ def test_malformed_pipeline_names_the_component_and_the_key(mutate, key, words):
     with pytest.raises(ScenarioError) as exc:
         spec_from_architecture(p)
     assert exc.value.key == key and words in str(exc.value)
+
+
+def test_whisper_style_audio_tower_and_projector_by_hand():
+    """A Qwen2-Audio-style config: Whisper encoder (d 64, 2 layers, ffn 256, 80 mel bins, 1500
+    positions): conv1 80 x 64 x 3 + 64, conv2 64 x 64 x 3 + 64; per layer q / v / out with
+    bias and k without (4 x 64^2 + 3 x 64), fc1 / fc2 (2 x 64 x 256 + 256 + 64), two
+    LayerNorms (4 x 64); a final LayerNorm; the projector Linear(64 -> 128) with bias."""
+    d, f = 64, 256
+    cfg = {"model_type": "qwen2_audio",
+           "text_config": {"model_type": "qwen2", "hidden_size": 128, "num_hidden_layers": 2,
+                           "num_attention_heads": 4, "intermediate_size": 256,
+                           "vocab_size": 100},
+           "audio_config": {"model_type": "qwen2_audio_encoder", "d_model": d,
+                            "encoder_layers": 2, "encoder_ffn_dim": f, "num_mel_bins": 80,
+                            "max_source_positions": 1500}}
+    layer = 4 * d * d + 3 * d + 2 * d * f + f + d + 4 * d
+    tower = (80 * d * 3 + d) + (d * d * 3 + d) + 1500 * d + 2 * layer + 2 * d
+    arch = nested_arch(cfg)
+    assert arch.tower_params() == {"audio": tower + d * 128 + 128}
+    assert arch.approximate == ()
+
+
+def test_pixtral_tower_mistral3_projector_and_image_tokens():
+    """Pixtral (h 64, 2 layers, ffn 128, patch 16): patch conv 3 x 16 x 16 x h, per layer
+    q/k/v/o 4 h^2 + gated MLP 3 h ffn + two RMSNorms, ln_pre; Mistral 3 projector: RMSNorm h,
+    patch merger Linear(4h, h), linear_1 h -> 256 and linear_2 256 -> 256 without bias
+    (multimodal_projector_bias false). An image of 512 x 320: 16 x 10 merged patches + one
+    [IMG_BREAK] per row = 176 tokens."""
+    h, f, t = 64, 128, 256
+    cfg = {"model_type": "mistral3", "spatial_merge_size": 2, "multimodal_projector_bias": False,
+           "text_config": {"model_type": "mistral", "hidden_size": t, "num_hidden_layers": 2,
+                           "num_attention_heads": 4, "intermediate_size": 512, "vocab_size": 100},
+           "vision_config": {"model_type": "pixtral", "hidden_size": h, "num_hidden_layers": 2,
+                             "intermediate_size": f, "patch_size": 16, "image_size": 1024}}
+    tower = 3 * 16 * 16 * h + 2 * (4 * h * h + 3 * h * f + 2 * h) + h
+    proj = h + 4 * h * h + h * t + t * t
+    assert nested_arch(cfg).tower_params() == {"vision": tower + proj}
+    assert image_tokens(cfg, 512, 320) == 16 * 10 + 16

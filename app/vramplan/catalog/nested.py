@@ -210,6 +210,14 @@ def _projector(parent: str, cfg: dict, vision_h: int, text_h: int) -> dict[str, 
     return None
 
 
+def _audio_projector(parent: str, audio_h: int, text_h: int) -> dict[str, int] | None:
+    """Qwen2-Audio's multi_modal_projector: Linear(d_model -> text hidden) with bias
+    (modeling_qwen2_audio.py Qwen2AudioMultiModalProjector); None for other parents."""
+    if parent == "qwen2_audio":
+        return {"mlp": audio_h * text_h + text_h}
+    return None
+
+
 def _tower(name: str, sub: _Sub) -> tuple[dict[str, int], bool]:
     """(params by part, exact?) of one tower sub-config."""
     kind = sub.cfg.get("model_type")
@@ -253,12 +261,12 @@ def nested_arch(config: dict) -> MultimodalArch:
             continue
         sub = _Sub(name, config[name])
         parts, exact = _tower(name, sub)
-        if name == "vision_config":
-            proj = _projector(parent, config, sub.int("hidden_size", "embed_dim", "d_model"),
-                              text.hidden)
-            exact = exact and proj is not None
-            for part, n in (proj or {}).items():
-                parts[part] = parts.get(part, 0) + n
+        width = sub.int("hidden_size", "embed_dim", "d_model")
+        proj = _projector(parent, config, width, text.hidden) if name == "vision_config" \
+            else _audio_projector(parent, width, text.hidden)
+        exact = exact and proj is not None
+        for part, n in (proj or {}).items():
+            parts[part] = parts.get(part, 0) + n
         towers.append((name.removesuffix("_config"),
                        tuple((p, int(n)) for p, n in parts.items() if n)))
         if not exact:
