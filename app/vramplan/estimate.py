@@ -20,6 +20,8 @@ class Estimate(MemoryReport):
 
     footprint: Footprint | None = None
     notes: list = field(default_factory=list)
+    max_context: int | None = None
+    """generate / serve: the longest context that fits (`longest_context`); None otherwise"""
     ranks: list = field(default_factory=list)
     """each distinct rank (pipeline stages): {"rank", "peak_phase", "components",
     "peak_allocated_bytes", "device_used_bytes"}; per_gpu is the worst"""
@@ -32,6 +34,8 @@ class Estimate(MemoryReport):
             "notes": list(self.notes)}
         if self.ranks:
             self.sections["ranks"] = list(self.ranks)
+        if self.max_context is not None:   # generate / serve (`longest_context`)
+            self.sections["max_context"] = int(self.max_context)
         if self.footprint.stack:   # the stack named and its mechanisms (workloads/dispatch)
             self.sections["stack"] = dict(self.footprint.stack)
         if self.footprint.serving:  # the engine's start-up check (workloads/transformer/engine)
@@ -123,7 +127,8 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
         mb = max_batch_size(sc, dev, spec=spec) if with_max_batch else 0
     mb, mb_notes = _unbounded(mb, sc, dev, spec)
     bw, bw_notes = _bandwidth(fp, dev)
-    notes = list(fp.notes) + bw_notes + mb_notes + [
+    ctx_max, ctx_notes = longest_context(sc, dev, spec, fp) if with_max_batch else (None, [])
+    notes = list(fp.notes) + bw_notes + mb_notes + ctx_notes + [
         "components sum to peak_allocated_bytes except cuda_context, allocator_slack and other "
         "non-torch keys: reserved = allocated + allocator_slack; device_used = reserved + "
         "cuda_context + nccl/cuda_graphs/paged states"]
@@ -131,7 +136,8 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
                     peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                     device_used_bytes=used, fits=fits,
                     headroom_bytes=int(dev.usable_bytes - used), max_batch_size=mb,
-                    bandwidth=bw, notes=notes, source="estimate", ranks=_ranks(fp, sc, dev))
+                    bandwidth=bw, notes=notes, source="estimate", ranks=_ranks(fp, sc, dev),
+                    max_context=ctx_max)
 
 
 def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
@@ -158,6 +164,41 @@ def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
         return u is not None and _fits(u, dev)
 
     return largest_fitting(fits, used_at, dev.usable_bytes, MAX_BATCH_CAP)
+
+
+MAX_CONTEXT_CAP = 1 << 24
+
+
+def longest_context(sc, dev, spec, fp) -> tuple[int | None, list[str]]:
+    """The longest context that fits, and its note. serve: the engine's figure (the longest
+    request its KV pool holds, `serving.longest_context_tokens`). generate (decoders): the
+    longest prompt (seq_len) whose plan fits with its batch_size and new_tokens, every layer
+    kind's cache included (workloads/transformer/layer_types.py), by `largest_fitting` over
+    seq_len; a length the scenario refuses (beyond the model's positions) does not fit.
+    (None, []) for other tasks."""
+    if sc.task == "serve" and fp.serving:
+        n = fp.serving.get("longest_context_tokens")
+        return n, [f"max_context: the KV pool holds one request of at most {n:,} tokens"]
+    if sc.task != "generate" or spec is None or getattr(spec, "family", None) != "decoder":
+        return None, []
+    used: dict[int, int | None] = {}
+
+    def used_at(s: int) -> int | None:
+        if s not in used:
+            try:
+                used[s] = _figures(sc.replace(seq_len=s), dev, spec)[4]
+            except ScenarioError:
+                used[s] = None
+        return used[s]
+
+    def fits(s: int) -> bool:
+        u = used_at(s)
+        return u is not None and _fits(u, dev)
+
+    n = largest_fitting(fits, used_at, dev.usable_bytes, MAX_CONTEXT_CAP)
+    return n, [f"max_context: the longest prompt that fits at batch_size {sc.batch_size} with "
+               f"{sc.new_tokens or 0} new tokens is {n:,} tokens (seq_len searched; the model's "
+               "positions cap it)"]
 
 
 def largest_fitting(fits, used_at, limit: int, cap: int) -> int:

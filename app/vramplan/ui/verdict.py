@@ -14,7 +14,6 @@ from . import looks as L
 from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
-from ..vocab import phase_label
 from .text import count, format_params, gib, message_html
 
 _e = html.escape
@@ -89,7 +88,7 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     else:
         mb_txt = count(mb) if mb else _("none")
         mb_sub = _("largest batch that fits") if mb else _("batch 1 does not fit")
-    phase = _e(_(phase_label(est["peak_phase"])) if est.get("peak_phase") else "–")
+    phase = _e(_(str(est.get("peak_phase") or "–")))
     kpis = [
         (_("Peak allocated"), gib(per["peak_allocated_bytes"]), _("live tensors at the peak"), ""),
         (_("Peak reserved"), gib(per["peak_reserved_bytes"]), _("allocator segments"), ""),
@@ -97,6 +96,10 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
         (_("Max batch size"), mb_txt, mb_sub, ""),
         (_("Peak phase"), phase, _("where memory peaks"), " vp-kpi-word"),
     ]
+    ctx = est.get("max_context")   # generate / serve: estimate.longest_context
+    if ctx is not None:
+        kpis.insert(4, (_("Longest context"), count(ctx) if ctx else _("none"),
+                        _("tokens that fit"), ""))
     cells = "".join(
         f"<div class='vp-kpi{cls}'>"
         f"<div class='vp-k'>{k}</div><div class='vp-v' title='{v}'>{v}</div>"
