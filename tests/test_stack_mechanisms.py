@@ -110,3 +110,18 @@ def test_default_stack_changes_nothing():
     assert a.to_dict() == b.to_dict() and "stack" not in a.to_dict()
     mm = {"model": "mmdet/faster-rcnn_r50_fpn", "task": "train", "batch_size": 2, "gpu": A100}
     assert _est(mm, None).peak_allocated_bytes == _est(mm, "mmdet").peak_allocated_bytes
+
+
+def test_lora_on_the_output_projection():
+    """lora.targets with lm_head (PEFT), output (torchtune), embed_out (GPT-NeoX): r (h + V)
+    adapter parameters once. Llama-2-7b, r 8: 8 * (4096 + 32000) = 288,768 params, bf16
+    adapters 577,536 B, AdamW states 2 x 577,536 = 1,155,072 B."""
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "lora", "batch_size": 1, "seq_len": 512,
+         "gpu": A100}
+    base = _est(d, None)
+    for head in ("lm_head", "output", "embed_out"):
+        e = _est({**d, "lora": {"targets": ["q_proj", "v_proj", head]}}, None)
+        assert e.components["weights"] - base.components["weights"] == 577_536
+        assert e.components["optimizer_states"] - base.components["optimizer_states"] == \
+            1_155_072
+        assert any("output projection" in n for n in e.notes)

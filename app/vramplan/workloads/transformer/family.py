@@ -55,13 +55,30 @@ def lora_modules(arch, targets) -> tuple[dict, list[tuple[int, int]]]:
 
 ALL_LINEAR = ("all-linear", "all_linear", "all")
 
+# The output projection under each framework's name: PEFT / transformers `lm_head` (target
+# "lm_head"; PEFT's "all-linear" leaves it out, peft/tuners/tuners_utils.py
+# _maybe_include_all_linear_layers), torchtune `output` (`apply_lora_to_output`,
+# torchtune/models/llama3/_component_builders.py lora_llama3), litgpt `lm_head` (`lora_head`,
+# litgpt/lora.py Config), GPT-NeoX `embed_out`, Megatron-LM / ChatGLM `output_layer`.
+HEAD_NAMES = ("lm_head", "output", "embed_out", "output_layer")
+
+
+def lora_head(arch, targets) -> tuple[int, int] | None:
+    """(in, out) = (hidden, vocab) of the output projection when a target adapts it (once per
+    model, not per layer); None otherwise and for encoders (no LM head)."""
+    if arch.kind == "encoder" or not {str(x).lower() for x in targets} & set(HEAD_NAMES):
+        return None
+    return arch.hidden, arch.vocab
+
 
 def lora_target_names(arch) -> tuple[str, ...]:
     """The `lora.targets` names that adapt at least one module of this architecture (what
     `lora_modules` matches), sorted, then `all-linear`. A new adapted module (such as the
     output projection, `lm_head`) is added to `lora_modules` and so appears here."""
     names = set().union(*LORA_GROUPS.values())
-    return tuple(sorted(n for n in names if lora_modules(arch, [n])[1])) + ("all-linear",)
+    names |= {n for n in HEAD_NAMES if lora_head(arch, [n])}
+    return tuple(sorted(n for n in names if lora_modules(arch, [n])[1] or lora_head(arch, [n]))) \
+        + ("all-linear",)
 
 
 def lora_target_check(spec, targets) -> tuple[list, tuple]:
@@ -69,7 +86,8 @@ def lora_target_check(spec, targets) -> tuple[list, tuple]:
     are matched case-insensitively, as `lora_modules` does."""
     arch = spec.arch
     bad = [t for t in targets
-           if str(t).lower() not in ALL_LINEAR and not lora_modules(arch, [str(t)])[1]]
+           if str(t).lower() not in ALL_LINEAR and not lora_modules(arch, [str(t)])[1]
+           and lora_head(arch, [str(t)]) is None]
     return bad, lora_target_names(arch) if bad else ()
 
 

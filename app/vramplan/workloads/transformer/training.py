@@ -18,6 +18,7 @@ from . import encdec as encdec_mod
 from . import sharding, traffic
 from .activations import (inner_dropout, layer_coeffs, saves_output, selective_coeff,
                           upcasts_softmax)
+from .family import lora_head
 from .lora import lora_modules
 
 
@@ -116,7 +117,7 @@ class Training:
         base = self.base_weight_bytes(fmt)
         keep, mats = lora_modules(a, sc.lora.targets if sc.lora else ("q_proj", "v_proj"))
         keep = self.stack_keep(keep, fmt)   # bitsandbytes 4-bit saving its input (stack_hooks)
-        n_train = self._adapter_params(mats)
+        n_train = self._adapter_params(mats) + self._head_adapter_params()
         tb = self._adapter_dtype()
         self.notes.append("LoRA: frozen base in its precision; adapters, their gradients and "
                           f"optimizer states in {tb * 8}-bit (torchtune / PEFT<0.12 "
@@ -355,6 +356,18 @@ class Training:
         upcast = self.p == 4 or self.mixed or upcasts_softmax(a.model_type)
         at_head = self.p * T * V + (0 if upcast else self.p * T * V)
         return g, vmax(logits - g, at_head, bwd_tmp)
+
+    def _head_adapter_params(self) -> int:
+        """LoRA on the output projection (`lm_head`, torchtune `output`, ...; family.lora_head):
+        r * (h + V) adapter parameters once, on the stage that holds the head. Its input, the
+        T x h head input, is already counted beside the logits."""
+        head = lora_head(self.arch, self.sc.lora.targets if self.sc.lora else ())
+        if head is None or not self.last:
+            return 0
+        self.notes.append("LoRA on the output projection: r x (hidden + vocab) adapter "
+                          "parameters, their gradients and optimizer states (PEFT target "
+                          "'lm_head', torchtune apply_lora_to_output, litgpt lora_head)")
+        return int(self.sc.lora.rank * sum(head) / self.L.tensor)
 
     def _kernel_notes(self, k) -> None:
         """Say which of the config's kernel facts changed the saved activations."""
