@@ -59,3 +59,22 @@ def test_one_name_per_component_and_phase():
     for key in ("forward", "backward", "backward-end", "optimizer-step", "prefill", "decode",
                 "denoise", "vae-decode", "serve", "frame", "compute"):
         assert key in vocab.PHASE_LABELS
+
+
+def test_growth_is_one_sentence_for_page_and_report():
+    """Before: the page said 'batch up to 12', the report 'batch size up to 12'; the page
+    skipped a resolution equal to today's, the report (tuple vs list) did not."""
+    pytest.importorskip("ipywidgets")
+    from vramplan.report.words import growth_sentence
+    from vramplan.ui.advisor import growth_text
+
+    class Sc:      # the page hands the Scenario; the report its dict
+        def to_dict(self):
+            return {"batch_size": 4, "resolution": (512, 512)}
+    growth = {"batch_size": 12, "seq_len": 2984, "resolution": [512, 512]}
+    page = growth_text(growth, Sc())
+    report = content.assemble({"scenario": Sc().to_dict(), "fits": True}, {},
+                              advice={"growth": growth}).growth
+    assert page == growth_sentence(growth, Sc().to_dict()) == \
+        "Room to grow on this GPU: batch size up to 12, sequence length up to 2,984."
+    assert report == ["batch size up to 12", "sequence length up to 2,984"]

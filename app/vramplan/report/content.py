@@ -11,11 +11,11 @@ from ..charts.breakdown import component_label
 from ..charts.waterfall import cost_text
 from ..vocab import phase_label
 from .text import count, gbs, seconds, size, tr
+from .words import growth_items
 
 # notes of the estimate that describe its own bookkeeping, not an assumption about the job
 MACHINE_NOTES = ("components sum to ",)
 HOW_SHOWN = 2                 # ecosystems of a recommendation's how-to shown (pytorch first)
-GROWTH_NAMES = {"batch_size": "batch size", "seq_len": "sequence length"}
 
 
 @dataclass
@@ -159,15 +159,8 @@ def plans(adv: Mapping[str, Any], lang: str) -> list[dict]:
 
 
 def growth(adv: Mapping[str, Any], scenario: Mapping[str, Any], lang: str) -> list[str]:
-    out = []
-    for k, v in (adv.get("growth") or {}).items():
-        if scenario.get(k) == v:
-            continue
-        val = " × ".join(count(x, lang) for x in v) if isinstance(v, (list, tuple)) else \
-            count(v, lang) if isinstance(v, (int, float)) else str(v)
-        out.append(tr("{key} up to {value}", lang, key=tr(GROWTH_NAMES.get(k, k.replace("_", " ")), lang),
-                      value=val))
-    return out
+    """The advisor's room to grow, in words (`words.growth_items`, the page's too)."""
+    return growth_items(adv.get("growth"), scenario, lang)
 
 
 def sources(est: Mapping[str, Any], device: Mapping[str, Any], adv: Mapping[str, Any] | None,

@@ -15,7 +15,7 @@ from ..charts.waterfall import cost_text
 from .i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
-from .text import count, gib, label_of, message_html, size
+from .text import gib, message_html, size
 
 PLANS = 3
 CHANGES = 6
@@ -23,16 +23,11 @@ _e = html.escape
 
 
 def growth_text(growth: dict, scenario=None) -> str:
-    """'Room to grow on this GPU: sequence length up to 2,984.' (values past today's)."""
-    bits = []
+    """'Room to grow on this GPU: sequence length up to 2,984.' (values past today's): the
+    report's sentence (`report.words.growth_sentence`), in the page's language."""
+    from ..report.words import growth_sentence
     now = scenario.to_dict() if scenario is not None else {}
-    for k, v in (growth or {}).items():
-        if now.get(k) == v or (isinstance(v, list) and list(now.get(k) or []) == v):
-            continue
-        name = {"batch_size": "batch", "seq_len": "sequence length"}.get(k, label_of(k).lower())
-        val = " × ".join(count(x) for x in v) if isinstance(v, (list, tuple)) else count(v)
-        bits.append(_("{name} up to {value}").format(name=_(name), value=val))
-    return _("Room to grow on this GPU: {what}.").format(what=", ".join(bits)) if bits else ""
+    return growth_sentence(growth, now, current_lang())
 
 
 def title_html(title: str) -> str:
