@@ -31,6 +31,8 @@ PUBLISHED = {
     "HuggingFaceTB/SmolLM3-3B": (3.08e9, None, "Hub metadata: 3.08B params (model card: 3B)"),
     "Qwen/Qwen2.5-VL-7B-Instruct": (8.29e9, None, "Hub model page: 8.29B params (safetensors)"),
     "Qwen/Qwen3-VL-8B-Instruct": (8.8e9, None, "Hub metadata: 8.8B params (safetensors)"),
+    "meta-llama/Llama-3.2-11B-Vision": (10.6e9, None, "model card: Llama 3.2-Vision 11B, "
+                                        "10.6B params"),
 }
 
 
@@ -360,3 +362,18 @@ def test_pixtral_tower_mistral3_projector_and_image_tokens():
     proj = h + 4 * h * h + h * t + t * t
     assert nested_arch(cfg).tower_params() == {"vision": tower + proj}
     assert image_tokens(cfg, 512, 320) == 16 * 10 + 16
+
+
+def test_mllama_tiled_vision_tower_by_hand():
+    """Llama 3.2 Vision, h 1280, ffn 5120, 32 local + 8 global layers, patch 14 at 560 (1601
+    positions), 4 tiles, 8 aspect ratios (9 table rows): per layer 4 h^2 + 2 h ffn + ffn + h +
+    4 h; patch conv 3 x 14 x 14 x h; class embedding h; position table 1601 h + a gate; tile
+    table 9 x 4 x 1601 x h; pre / post tile tables 2 x (9 x 4 x h + a gate); LayerNorms pre and
+    post 4 h; two gates per global layer; projector Linear(7680 -> 4096) with bias."""
+    h, f = 1280, 5120
+    layer = 4 * h * h + 2 * h * f + f + h + 4 * h
+    tower = (40 * layer + 3 * 14 * 14 * h + h + 1601 * h + 1 + 9 * 4 * 1601 * h
+             + 2 * (9 * 4 * h + 1) + 4 * h + 2 * 8)
+    arch = get_model("meta-llama/Llama-3.2-11B-Vision").arch
+    assert arch.tower_params() == {"vision": tower + 7680 * 4096 + 4096}
+    assert tower == 863_567_379 and not arch.tied_embeddings and arch.layers == 40

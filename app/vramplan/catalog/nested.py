@@ -34,7 +34,10 @@ SUB_CONFIGS = ("text_config", "vision_config", "audio_config")
 # biases, modeling_qwen2_5_vl.py Qwen2_5_VLAttention; Qwen3VLTextModel is Qwen3 attention with
 # q_norm / k_norm, modeling_qwen3_vl.py Qwen3VLTextAttention).
 TEXT_MODEL_TYPES = {"qwen2_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl": "qwen2",
-                    "qwen2_5_vl_text": "qwen2", "qwen3_vl": "qwen3", "qwen3_vl_text": "qwen3"}
+                    "qwen2_5_vl_text": "qwen2", "qwen3_vl": "qwen3", "qwen3_vl_text": "qwen3",
+                    # MllamaTextModel: Llama layers (its 8 cross-attention layers add only q/k
+                    # norms and two gates each); MllamaTextConfig ties no embeddings by default
+                    "mllama": "llama", "mllama_text_model": "llama"}
 
 
 def _bad(sub: str, msg: str) -> ScenarioError:
@@ -163,6 +166,25 @@ def _pixtral(v: _Sub) -> dict[str, int]:
             "mlp": L * 3 * h * ffn + c * p * p * h, "position_embeddings": 0}
 
 
+def _mllama_vision(v: _Sub) -> dict[str, int]:
+    """Llama 3.2 Vision's tiled ViT (modeling_mllama.py MllamaVisionModel): Conv2d patch
+    embedding without bias, a class embedding, a gated position table of num_patches + 1 rows
+    plus a tile table (aspect-ratio ids x max_num_tiles x positions x h), gated pre / post tile
+    tables (aspect-ratio ids x max_num_tiles x h), LayerNorms pre and post; num_hidden_layers
+    local + num_global_layers gated layers of q/k/v/o without bias, fc1 / fc2 with bias and
+    two LayerNorms (the global ones add two scalar gates)."""
+    h, ffn = v.int("hidden_size"), v.int("intermediate_size")
+    local, glob = v.int("num_hidden_layers"), v.int("num_global_layers")
+    p, c, tiles = v.int("patch_size"), v.int("num_channels", default=3), v.int("max_num_tiles")
+    ratios = v.list_len("supported_aspect_ratios") + 1   # max_aspect_ratio_id + 1 rows
+    pos = (v.int("image_size") // p) ** 2 + 1
+    layers = local + glob
+    return {"attention": layers * 4 * h * h, "norms": layers * 4 * h + 4 * h,
+            "mlp": layers * (2 * h * ffn + ffn + h) + c * p * p * h + 2 * glob,
+            "position_embeddings": h + pos * h + 1 + ratios * tiles * pos * h
+            + 2 * (ratios * tiles * h + 1)}
+
+
 def _whisper_encoder(a: _Sub) -> dict[str, int]:
     """A Whisper-style audio encoder (modeling_whisper.py WhisperEncoder): two Conv1d (k=3, with
     bias) from the mel bins, a position table of max_source_positions, per layer q / v / out
@@ -189,7 +211,7 @@ TOWERS = {
     "qwen2_vl": _qwen_vl, "qwen2_5_vl": _qwen_vl, "qwen3_vl": _qwen3_vl, "pixtral": _pixtral,
     "siglip_vision_model": lambda v: _vit(v, cls_token=False, patch_bias=True, pre_norm=False),
     "clip_vision_model": lambda v: _vit(v, cls_token=True, patch_bias=False, pre_norm=True),
-    "whisper": _whisper_encoder, "qwen2_audio_encoder": _whisper_encoder,
+    "mllama_vision_model": _mllama_vision, "whisper": _whisper_encoder, "qwen2_audio_encoder": _whisper_encoder,
 }
 
 
@@ -200,6 +222,9 @@ def _projector(parent: str, cfg: dict, vision_h: int, text_h: int) -> dict[str, 
         return {}
     if parent == "gemma3":  # Gemma3MultiModalProjector: a (vision, text) matrix + RMSNorm
         return {"mlp": vision_h * text_h, "norms": vision_h}
+    if parent == "mllama":  # MllamaForConditionalGeneration: Linear(vision_output_dim, text)
+        out = _Sub("vision_config", cfg.get("vision_config")).int("vision_output_dim")
+        return {"mlp": out * text_h + text_h}
     bias = cfg.get("multimodal_projector_bias", True) is not False
     two = text_h * text_h + (text_h if bias else 0) + (text_h if bias else 0)
     if parent == "llava":   # LlavaMultiModalProjector: linear_1 (vision -> text), linear_2
