@@ -125,3 +125,19 @@ def test_lora_on_the_output_projection():
         assert e.components["optimizer_states"] - base.components["optimizer_states"] == \
             1_155_072
         assert any("output projection" in n for n in e.notes)
+
+
+def test_torchtitan_fsdp2_own_units_from_2025_07():
+    """Llama-3 8B, FSDP over 8 GPUs: before PR #1094 the root unit (embeddings + norm + output)
+    stays gathered in 16 bit; after it the embeddings are a unit of their own, resharded after
+    forward, and only [norm, output] stays: 128256 x 4096 x 2 B = 1,050,673,152 bytes less
+    at forward end and in backward."""
+    d = {"model": "meta-llama/Meta-Llama-3-8B", "task": "train", "batch_size": 1,
+         "seq_len": 8192, "precision": "bf16-mixed", "parallel": {"gpus": 8, "zero": 3},
+         "options": ["compile"], "gpu": H100}
+    old, new = _est(d, "torchtitan@2025-06"), _est(d, "torchtitan@2025-07")
+    for ph in ("forward", "backward"):
+        assert old.footprint.phases[ph]["temporary"] - new.footprint.phases[ph]["temporary"] \
+            == 128256 * 4096 * 2 == 1_050_673_152
+    assert "#1094" in {m["name"]: m["source"] for m in
+                       new.to_dict()["stack"]["mechanisms"]}["fsdp2-own-units"]

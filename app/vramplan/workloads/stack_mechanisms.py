@@ -25,6 +25,10 @@ The byte formulas, each read in the framework's source:
 - `offloaded-checkpointing` (Unsloth_Offloaded_Gradient_Checkpointer, unsloth/models/_utils.py,
   commit 4474e4bc): with checkpointing 'full' each block's input is copied to the host, so
   the GPU keeps none of them (one block recomputed in backward remains).
+- `fsdp2-own-units` (torchtitan >= 2025-07, PR #1094, commit 83e69410, models/llama3/infra/
+  parallelize.py apply_fsdp): the embeddings and [norm, output] are FSDP2 units of their own
+  and the root unit holds nothing; the embeddings reshard after forward, so the parameters
+  that stay gathered beside the blocks are the head's alone (before: embeddings + head).
 - `frozen-bn` (detectron2/layers/batch_norm.py and torchvision.ops.misc FrozenBatchNorm2d:
   `x * scale + bias` with scale and bias from buffers): a frozen BN keeps no input for
   backward and has no parameters (four per-channel buffers).
@@ -46,6 +50,8 @@ EFFECT = {
                             "frozen 4-bit linear keeps its input",
     "offloaded-checkpointing": "Unsloth's offloaded gradient checkpointing: each block's input "
                                "is copied to the host during forward; the GPU keeps none",
+    "fsdp2-own-units": "FSDP2 wraps the embeddings and [norm, output] as units of their own; "
+                       "the root unit holds nothing, so only the head stays gathered",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "
                  "input and no BN parameters",
 }

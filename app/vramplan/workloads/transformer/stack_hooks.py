@@ -41,3 +41,10 @@ class StackHooks:
         gradient checkpointing)."""
         return (self.sc.checkpointing or "none") == "full" and \
             mech.use(self.notes, self.stack, "offloaded-checkpointing")
+
+    def stack_fsdp_root(self) -> int:
+        """Parameters (per GPU) FSDP keeps gathered outside the blocks: the root unit's
+        embeddings and head, or with torchtitan's own units (PR #1094) the head alone."""
+        if mech.use(self.notes, self.stack, "fsdp2-own-units"):
+            return int(self._head / self.L.tensor) if self.last else 0
+        return self.embed_g

@@ -288,7 +288,7 @@ class Training:
             return 0, 0
         cb = 2 if (self.mixed or self.p == 2) else 4
         ws = par.fsdp_unsharded_bytes(self.layer_params, cb, 0 if ms.lora else ms.pb)
-        root = self.embed_g * cb
+        root = self.stack_fsdp_root() * cb   # embeddings + head (stack_hooks: torchtitan's units)
         return ws + root, root
 
     def _stage_footprint(self, ms, ac, phases) -> Footprint:
