@@ -126,3 +126,20 @@ def test_subprocess_console_script():
                          capture_output=True, text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "vramplan: error: unknown GPU" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_list_fills_usable_memory_and_every_dtype(capsys):
+    """Before: usable_gib was blank for the 67 devices without a driver total, and only bf16 /
+    fp8 throughput were listed. Now usable is what the estimate uses (driver total, else
+    nominal) and there is one column per dense throughput key of the database."""
+    rc, out, _ = run(capsys, "gpus", "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rc == 0 and all(r["usable_gib"] for r in rows)
+    keys = {k for d in hardware.default_db().devices for k, v in d.throughput.items() if v}
+    cols = {c.rsplit("_", 1)[0] for c in rows[0] if c.endswith(("_tflops", "_tops"))}
+    assert cols == keys and {"fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8"} <= cols
+    h100 = next(r for r in rows if r["id"] == "nvidia-h100-sxm5-80gb")
+    assert h100["int8_tops"] == "1978.9" and h100["fp16_tflops"] == "989.4"    # hwdb
+    a100 = next(r for r in rows if r["id"] == "nvidia-a100-sxm4-80gb")
+    db = hardware.default_db().get("nvidia-a100-sxm4-80gb")
+    assert a100["usable_gib"] == str(round(db.usable_bytes / 2**30, 1))

@@ -5,14 +5,31 @@ from ..hardware import Device, default_db
 from ..units import GiB, UnitError, format_bytes, parse_bytes, parse_rate
 from ._output import add_format_arg, dump_json, emit, table, to_csv
 
-LIST_HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs",
-                "bf16_tflops", "fp8_tflops", "tdp_w"]
+HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs"]
+# the dense throughput keys of the hardware database, in this order (others after, sorted);
+# int8 / int4 are integer ops (TOPS), the rest floating point (TFLOPS)
+DTYPE_ORDER = ("fp64", "fp32", "fp32_matrix", "tf32", "fp16", "fp16_acc16", "bf16", "fp8",
+               "fp8_acc16", "int8", "fp4", "int4")
+
+
+def dtypes_of(devices) -> list[str]:
+    """Every dense throughput key any of `devices` has a figure for, in DTYPE_ORDER."""
+    have = {k for d in devices for k, v in d.throughput.items() if v}
+    return [k for k in DTYPE_ORDER if k in have] + sorted(have - set(DTYPE_ORDER))
+
+
+def dtype_header(key: str) -> str:
+    return f"{key}_tops" if key.startswith("int") else f"{key}_tflops"
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("gpus", help="list accelerators in the hardware database",
-                              description="List accelerators, optionally filtered. Memory is the "
-                                          "vendor's nominal capacity; bandwidth is decimal GB/s.")
+                              description="List accelerators, optionally filtered. memory_gib is "
+                                          "the vendor's nominal capacity, usable_gib what a job "
+                                          "can allocate (the driver's total where known, else "
+                                          "nominal: the figure the estimate uses); bandwidth is "
+                                          "decimal GB/s; one dense-throughput column per dtype "
+                                          "the database knows for the devices listed.")
     p.add_argument("--vendor", help="NVIDIA, AMD, Intel, Google or Apple (case-insensitive)")
     p.add_argument("--min-memory", metavar="SIZE", help="at least this much memory, e.g. 40GiB")
     p.add_argument("--min-bandwidth", metavar="RATE", help="at least this bandwidth, e.g. '2 TB/s'")
@@ -27,10 +44,9 @@ def register(subparsers) -> None:
     g.set_defaults(func=run_one)
 
 
-def _row(d: Device) -> list:
-    usable = round(d.usable_memory_bytes / GiB, 1) if d.usable_memory_bytes else None
-    return [d.id, d.name, round(d.memory_bytes / GiB, 1), usable, d.memory_type,
-            d.bandwidth_gbs, d.throughput.get("bf16"), d.throughput.get("fp8"), d.tdp_w]
+def _row(d: Device, dtypes=()) -> list:
+    return [d.id, d.name, round(d.memory_bytes / GiB, 1), round(d.usable_bytes / GiB, 1),
+            d.memory_type, d.bandwidth_gbs] + [d.throughput.get(k) for k in dtypes] + [d.tdp_w]
 
 
 def run_list(args) -> int:
@@ -41,12 +57,15 @@ def run_list(args) -> int:
     min_mem = _flag("--min-memory", parse_bytes, args.min_memory)
     min_bw = _flag("--min-bandwidth", parse_rate, args.min_bandwidth)
     devices = db.filter(vendor=args.vendor, min_memory=min_mem, min_bandwidth=min_bw)
+    dtypes = dtypes_of(devices)
+    headers = HEADERS + [dtype_header(k) for k in dtypes] + ["tdp_w"]
+    rows = [_row(d, dtypes) for d in devices]
     if args.format == "json":
         emit(dump_json([d.to_dict() for d in devices]))
     elif args.format == "csv":
-        emit(to_csv([_row(d) for d in devices], LIST_HEADERS))
+        emit(to_csv(rows, headers))
     else:
-        emit(table([_row(d) for d in devices], LIST_HEADERS, align="llrrlrrrr"))
+        emit(table(rows, headers, align="llrrlr" + "r" * (len(dtypes) + 1)))
         emit(f"{len(devices)} of {len(db)} devices")
     return 0
 
