@@ -184,3 +184,20 @@ def test_layer_types_are_validated():
     cfg["layer_types"] = ["sliding_attention", "ring_attention"]
     with pytest.raises(ScenarioError, match="ring_attention"):
         spec_from_architecture(cfg).arch
+
+
+def test_nemotron_h_blocks_by_hand():
+    """Nemotron-H-8B: 24 Mamba2 blocks (in_proj 4096 x (8192 + 10240 + 128), conv 10240 x 4
+    + bias 10240, dt_bias / A_log / D 3 x 128, gated norm 8192, out_proj 8192 x 4096),
+    4 attention blocks (4096 x (4096 + 2 x 1024) + 4096 x 4096), 24 MLP-only blocks
+    (relu2: 2 x 4096 x 21504), one norm per block + the final one, untied 131072 x 4096
+    embeddings and head. Cache: 4 x 2 x 8 x 128 x 2 B = 16,384 B/token; state 24 x
+    ((8192 + 2 x 8 x 128) x 4 + 128 x 64 x 128) x 2 B = 52,297,728 B."""
+    a = get_model("nvidia/Nemotron-H-8B-Base-8K").arch
+    mamba = 4096 * 18560 + 10240 * 4 + 10240 + 3 * 128 + 8192 + 8192 * 4096
+    attn = 4096 * 6144 + 4096 * 4096
+    mlp = 2 * 4096 * 21504
+    assert a.param_count() == (24 * mamba + 4 * attn + 24 * mlp + 53 * 4096
+                               + 2 * 131072 * 4096) == 8_100_852_736
+    g, fn = _growth("nvidia/Nemotron-H-8B-Base-8K")
+    assert g == 16_384 and fn(0) == 52_297_728

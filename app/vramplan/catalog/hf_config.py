@@ -34,7 +34,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "granite": ("decoder", "llama"), "olmo2": ("decoder", "llama"),
     "gpt_oss": ("decoder", "llama"), "gemma3_text": ("decoder", "llama"),
     "qwen3_next": ("decoder", "llama"), "llama4_text": ("decoder", "llama"),
-    "granitemoehybrid": ("decoder", "llama"),
+    "granitemoehybrid": ("decoder", "llama"), "nemotron_h": ("decoder", "llama"),
     "generic": ("decoder", "llama"),
     "phi": ("decoder", "phi"), "gpt2": ("decoder", "gpt2"), "gpt_bigcode": ("decoder", "gpt2"),
     "opt": ("decoder", "opt"), "falcon": ("decoder", "falcon"), "bloom": ("decoder", "bloom"),
@@ -50,7 +50,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
 # HF's PretrainedConfig default is tie_word_embeddings=True; these config classes override it.
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                       "phi3", "phi", "gpt_neox", "deepseek_v3", "deepseek_v2", "granite", "olmo2",
-                      "kimi_k2", "generic"}
+                      "kimi_k2", "generic", "gpt_oss", "qwen3_next", "llama4_text", "nemotron_h"}
 
 # ---- what the kernels depend on ----------------------------------------------------------
 
@@ -195,8 +195,8 @@ def arch_from_config(config: dict) -> TransformerArch:
 
 
 def _heads(r: _Reader, hidden: int, heads: int) -> int:
-    if r.has("head_dim"):
-        return r.int("head_dim")
+    if r.has("head_dim", "attention_head_dim"):   # Nemotron-H: attention_head_dim
+        return r.int("head_dim", "attention_head_dim")
     if hidden % heads:
         raise _bad(f"hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}); "
                    f"give 'head_dim'")
@@ -227,11 +227,12 @@ def _llama(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         ffn, moe_ffn = r.int("intermediate_size_mlp", default=ffn), ffn
     if mt == "granitemoehybrid" and not experts:
         ffn = r.int("shared_intermediate_size", default=ffn)
-    norms = 4 if mt in ("gemma2", "gemma3_text") else 2
+    norms = 4 if mt in ("gemma2", "gemma3_text") else 1 if mt == "nemotron_h" else 2
     qkv_bias = mt in ("qwen2", "qwen2_moe") or r.bool("attention_bias", False)
     return TransformerArch(
         model_type=mt, kind=kind, layers=layers, decoder_layers=0, hidden=hidden, heads=heads,
-        kv_heads=kv, head_dim=_heads(r, hidden, heads), ffn=ffn, gated_mlp=True,
+        kv_heads=kv, head_dim=_heads(r, hidden, heads), ffn=ffn,
+        gated_mlp=mt != "nemotron_h",   # NemotronHMLP: up_proj, relu2, down_proj
         vocab=r.int("vocab_size"), tied_embeddings=tied,
         max_positions=r.int("max_position_embeddings", "n_positions", default=4096),
         learned_positions=False, norm="rmsnorm", bias=False, qkv_bias=qkv_bias,

@@ -10,6 +10,9 @@ Layer kinds, from each config class's defaults (transformers 4.5x):
 * qwen3_next (Qwen3NextConfig): linear where `(i + 1) % full_attention_interval` (default 4).
 * llama4_text (Llama4TextConfig): `no_rope_layers[i]` 1 (RoPE) -> chunked, 0 (NoPE) -> full;
   default every `no_rope_layer_interval` (4)th layer NoPE.
+* nemotron_h (NemotronHConfig, models/nemotron_h): `hybrid_override_pattern`, one character per
+  block: "M" Mamba2, "*" attention (full), "-" an MLP-only block (no token mixer); its MoE
+  blocks ("E") are not read.
 Other model types (Mistral's single `sliding_window` included) keep every layer full.
 """
 from __future__ import annotations
@@ -42,6 +45,13 @@ def _kinds(r, mt: str, layers: int) -> tuple:
     if mt == "qwen3_next":
         n = r.int("full_attention_interval", default=4)
         return tuple("linear" if (i + 1) % n else "full" for i in range(layers))
+    if mt == "nemotron_h":
+        pattern = r.cfg.get("hybrid_override_pattern")
+        kinds = {"M": "mamba", "*": "full", "-": "mlp"}
+        if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set(kinds):
+            raise _bad(f"'hybrid_override_pattern' must give one of M, *, - per layer "
+                       f"({layers}), got {pattern!r}"[:200])
+        return tuple(kinds[c] for c in pattern)
     if mt == "llama4_text":
         nope = r.cfg.get("no_rope_layers") or [
             int((i + 1) % r.int("no_rope_layer_interval", default=4) != 0) for i in range(layers)]
@@ -57,17 +67,18 @@ def _mixer(r, kinds: tuple) -> dict | None:
                 "nv": r.int("linear_num_value_heads"), "dk": r.int("linear_key_head_dim"),
                 "dv": r.int("linear_value_head_dim"),
                 "kernel": r.int("linear_conv_kernel_dim", default=4)}
-    if "mamba" in kinds:
+    if "mamba" in kinds:   # Granite 4.0-H names (mamba_*), else Nemotron-H's
         hidden = r.int("hidden_size")
-        heads = r.int("mamba_n_heads")
+        heads = r.int("mamba_n_heads", "mamba_num_heads")
+        expand = r.int("mamba_expand", "expand", default=2)
         return {"type": "mamba", "heads": heads,
-                "head_dim": r.int("mamba_d_head",
-                                  default=r.int("mamba_expand", default=2) * hidden // heads),
-                "state": r.int("mamba_d_state", default=128),
-                "groups": r.int("mamba_n_groups", default=1),
-                "kernel": r.int("mamba_d_conv", default=4),
-                "conv_bias": r.bool("mamba_conv_bias", True),
-                "proj_bias": r.bool("mamba_proj_bias", False)}
+                "head_dim": r.int("mamba_d_head", "mamba_head_dim",
+                                  default=expand * hidden // heads),
+                "state": r.int("mamba_d_state", "ssm_state_size", default=128),
+                "groups": r.int("mamba_n_groups", "n_groups", default=1),
+                "kernel": r.int("mamba_d_conv", "conv_kernel", default=4),
+                "conv_bias": r.bool("mamba_conv_bias", r.bool("use_conv_bias", True)),
+                "proj_bias": r.bool("mamba_proj_bias", r.bool("use_bias", False))}
     return None
 
 

@@ -19,6 +19,9 @@ code, each cited where it is read):
   conv_dim x d_conv (+ bias), dt_bias / A_log / D (n_heads each), a gated RMSNorm of
   intermediate, out_proj intermediate -> hidden. Its cache (`HybridMambaAttentionDynamicCache`):
   conv_states [conv_dim, d_conv] and ssm_states [n_heads, d_head, d_state] per sequence.
+  Nemotron-H's NemotronHMamba2Mixer has the same weights (models/nemotron_h).
+* `mlp`: a Nemotron-H block that is only an MLP (NemotronHBlock with block_type "mlp"): no token
+  mixer and no cache; the other Nemotron-H blocks have no MLP.
 
 Attention sinks (gpt-oss `GptOssAttention.sinks`: one learned logit per head) and Qwen3-Next's
 output gate (`attn_output_gate`: q_proj emits a gate as wide as the queries) add parameters.
@@ -26,7 +29,7 @@ output gate (`attn_output_gate`: q_proj emits a gate as wide as the queries) add
 from __future__ import annotations
 
 ATTENTION_KINDS = ("full", "sliding", "chunked")
-KINDS = ATTENTION_KINDS + ("linear", "mamba")
+KINDS = ATTENTION_KINDS + ("linear", "mamba", "mlp")   # mlp: a block without a token mixer
 
 
 def linear_params(m: dict, hidden: int) -> int:
@@ -86,6 +89,9 @@ def adjust_breakdown(arch, out: dict) -> None:
     m = arch.mixer or {}
     mixer = (linear_params(m, h) if m.get("type") == "linear"
              else mamba_params(m, h) if m.get("type") == "mamba" else attn)
-    out["attention"] = n_att * attn + others * mixer
+    n_mlp = count(arch, ("mlp",))
+    out["attention"] = n_att * attn + (others - n_mlp) * mixer
+    if n_mlp:               # Nemotron-H: the MLP lives in its own blocks only
+        out["mlp"] = n_mlp * arch._mlp(arch.ffn)
     if x.get("qk_norm"):    # q_norm / k_norm only on the attention layers
         out["norms"] -= others * 2 * arch.head_dim

@@ -151,8 +151,6 @@ class TransformerArch:
         out["norms"] = L * self.norms_per_layer * self._norm_params(h)
         if x.get("qk_norm"):  # Qwen3: RMSNorm over q and k heads
             out["norms"] += L * 2 * self.head_dim
-        if self.layer_kinds or x.get("attention_sinks") or x.get("attn_output_gate"):
-            mixers.adjust_breakdown(self, out)
         dense_layers = L - self.moe_layers
         out["mlp"] = dense_layers * self._mlp(self.ffn)
         if self.is_moe:
@@ -167,6 +165,8 @@ class TransformerArch:
             if self.shared_expert_ffn and x.get("shared_gate", True):
                 router += h  # shared_expert_gate: hidden -> 1
             out["router"] = self.moe_layers * router
+        if self.layer_kinds or x.get("attention_sinks") or x.get("attn_output_gate"):
+            mixers.adjust_breakdown(self, out)   # per-layer kinds, sinks, output gates
         if x.get("final_norm", True):
             out["norms"] += self._norm_params(h)
         if x.get("embedding_norm"):  # BLOOM word_embeddings_layernorm, BERT embeddings LayerNorm
