@@ -377,3 +377,38 @@ def test_mllama_tiled_vision_tower_by_hand():
     arch = get_model("meta-llama/Llama-3.2-11B-Vision").arch
     assert arch.tower_params() == {"vision": tower + 7680 * 4096 + 4096}
     assert tower == 863_567_379 and not arch.tied_embeddings and arch.layers == 40
+
+
+# google/gemma-3-4b-it's config.json as published (its text_config names few keys; the rest
+# are Gemma3TextConfig defaults): the issue's example of a refused nested config
+GEMMA3_4B_IT = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
+    "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+    "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+    "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+                      "model_type": "siglip_vision_model", "num_attention_heads": 16,
+                      "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False}}
+
+
+def test_gemma3_4b_it_config_json_estimates_with_its_vision_tower():
+    """Gemma3TextConfig defaults fill heads 8, KV heads 4, head_dim 256, vocab 262,208: the text
+    decoder is the catalog's google/gemma-3-4b-pt; SigLIP so400m at 896 (64 x 64 patches) by
+    hand as above = 416,866,032 (Gemma 3 report: 417M vision encoder) + projector 1152 x 2560 +
+    1152; the total 4.30e9 is the Hub's figure."""
+    from vramplan.estimate import estimate
+    h, f = 1152, 4304
+    tower = (3 * 14 * 14 * h + h + 64 * 64 * h
+             + 27 * (4 * h * h + 4 * h + 2 * h * f + f + h + 4 * h) + 2 * h)
+    spec = spec_from_architecture(copy.deepcopy(GEMMA3_4B_IT))
+    text = get_model("google/gemma-3-4b-pt").arch
+    assert tower == 416_866_032
+    assert spec.arch.param_count() == text.param_count() + tower + h * 2560 + h
+    assert abs(spec.arch.param_count() / 4.30e9 - 1) < 0.01
+    assert spec.arch.kv_bytes_per_token(2) == text.kv_bytes_per_token(2)  # the decoder's cache
+    e = estimate({"architecture": copy.deepcopy(GEMMA3_4B_IT), "gpu": "H100",
+                  "task": "generate"}, with_max_batch=False)
+    assert e.fits and image_tokens(GEMMA3_4B_IT, 896, 896) == 256

@@ -37,7 +37,20 @@ TEXT_MODEL_TYPES = {"qwen2_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl":
                     "qwen2_5_vl_text": "qwen2", "qwen3_vl": "qwen3", "qwen3_vl_text": "qwen3",
                     # MllamaTextModel: Llama layers (its 8 cross-attention layers add only q/k
                     # norms and two gates each); MllamaTextConfig ties no embeddings by default
-                    "mllama": "llama", "mllama_text_model": "llama"}
+                    "mllama": "llama", "mllama_text_model": "llama",
+                    # Gemma3Config.sub_configs: text_config is a Gemma3TextConfig
+                    "gemma3": "gemma3_text"}
+
+# A text_config stores only what differs from its config class's defaults (google/gemma-3-4b-it
+# gives hidden_size, intermediate_size, num_hidden_layers, rope_scaling and sliding_window):
+# the defaults of transformers' Gemma3TextConfig.__init__ (models/gemma3/configuration_gemma3.py)
+TEXT_DEFAULTS = {"gemma3_text": {
+    "vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+    "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131_072,
+    "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "rope_theta": 1_000_000.0,
+    "query_pre_attn_scalar": 256, "sliding_window": 4096, "rope_local_base_freq": 10_000.0,
+    "sliding_window_pattern": 6}}
 
 
 def _bad(sub: str, msg: str) -> ScenarioError:
@@ -267,6 +280,8 @@ def _text_config(config: dict) -> dict:
     mt = text.get("model_type")
     if isinstance(mt, str) and mt in TEXT_MODEL_TYPES:
         text["model_type"] = TEXT_MODEL_TYPES[mt]
+    for key, value in TEXT_DEFAULTS.get(text.get("model_type"), {}).items():
+        text.setdefault(key, value)
     return text
 
 
