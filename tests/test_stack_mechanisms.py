@@ -141,3 +141,17 @@ def test_torchtitan_fsdp2_own_units_from_2025_07():
             == 128256 * 4096 * 2 == 1_050_673_152
     assert "#1094" in {m["name"]: m["source"] for m in
                        new.to_dict()["stack"]["mechanisms"]}["fsdp2-own-units"]
+
+
+def test_torchtitan_loss_parallel_holds_a_fourth_fp32_buffer():
+    """Llama-3 8B, TP 8 with sequence and loss parallelism, 1 x 8192 tokens: torch's
+    loss_parallel backward ((zeros_like(x) + exp(x)) * grad beside x) holds four fp32
+    T x V/8 buffers, the eager loss three: one more, 4 * 8192 * 128256 / 8 = 525,336,576 B."""
+    d = {"model": "meta-llama/Meta-Llama-3-8B", "task": "train", "batch_size": 1,
+         "seq_len": 8192, "precision": "bf16-mixed", "parallel": {"gpus": 8, "tensor": 8},
+         "options": ["loss-parallel", "sequence-parallel"], "gpu": H100}
+    plain, titan = _est(d, None), _est(d, "torchtitan@2025-06")
+    assert mech.loss_parallel_bytes(8192, 128256 // 8) == 16 * 8192 * 16032
+    assert titan.footprint.phases["backward"]["activations"] - \
+        plain.footprint.phases["backward"]["activations"] == 4 * 8192 * 128256 // 8 \
+        == 525_336_576

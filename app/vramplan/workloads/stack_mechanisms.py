@@ -25,6 +25,11 @@ The byte formulas, each read in the framework's source:
 - `offloaded-checkpointing` (Unsloth_Offloaded_Gradient_Checkpointer, unsloth/models/_utils.py,
   commit 4474e4bc): with checkpointing 'full' each block's input is copied to the host, so
   the GPU keeps none of them (one block recomputed in backward remains).
+- `loss-parallel-backward` (torchtitan's loss_parallel() with tensor parallelism; torch's
+  torch/distributed/tensor/parallel/loss.py _nll_loss_backward_handler, torch 2.13.0): the
+  backward of the vocabulary-sharded loss holds the saved fp32 log-softmax output x,
+  zeros_like(x), exp(x) and their sum, then the product: four fp32 T x V/t buffers at once
+  (the eager loss holds three).
 - `fsdp2-own-units` (torchtitan >= 2025-07, PR #1094, commit 83e69410, models/llama3/infra/
   parallelize.py apply_fsdp): the embeddings and [norm, output] are FSDP2 units of their own
   and the root unit holds nothing; the embeddings reshard after forward, so the parameters
@@ -50,6 +55,8 @@ EFFECT = {
                             "frozen 4-bit linear keeps its input",
     "offloaded-checkpointing": "Unsloth's offloaded gradient checkpointing: each block's input "
                                "is copied to the host during forward; the GPU keeps none",
+    "loss-parallel-backward": "torch's loss_parallel backward holds a fourth fp32 vocabulary-"
+                              "shard buffer ((zeros_like(x) + exp(x)) * grad beside x)",
     "fsdp2-own-units": "FSDP2 wraps the embeddings and [norm, output] as units of their own; "
                        "the root unit holds nothing, so only the head stays gathered",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "
@@ -91,6 +98,11 @@ def compiled_loss_bytes(p: int, tokens: int, vocab: int) -> int:
     """torchtitan's compiled cross-entropy at the start of backward: the saved 16-bit logits,
     the 16-bit gradient its fused backward writes, and two fp32 values per row."""
     return 2 * p * tokens * vocab + 8 * tokens
+
+
+def loss_parallel_bytes(tokens: int, vocab_shard: int) -> int:
+    """torch's loss_parallel backward: four fp32 T x V/t buffers."""
+    return 4 * 4 * tokens * vocab_shard
 
 
 def fused_ce_bytes(p: int, tokens: int, vocab: int) -> int:

@@ -22,6 +22,9 @@ class StackHooks:
         eager cross-entropy; None: the eager loss (or chunked-loss, which the user chose)."""
         if "chunked-loss" in self.opts:
             return None
+        if "loss-parallel" in self.opts and self.L.tensor > 1 and \
+                mech.use(self.notes, self.stack, "loss-parallel-backward"):
+            return mech.loss_parallel_bytes(tokens, vocab)   # vocab: this rank's shard
         if "compile" in self.opts and mech.use(self.notes, self.stack, "compiled-loss"):
             return mech.compiled_loss_bytes(self.p, tokens, vocab)
         if mech.use(self.notes, self.stack, "fused-cross-entropy"):
