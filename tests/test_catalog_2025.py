@@ -31,6 +31,7 @@ PUBLISHED = {
     "HuggingFaceTB/SmolLM3-3B": (3.08e9, None, "Hub metadata: 3.08B params (model card: 3B)"),
     "Qwen/Qwen2.5-VL-7B-Instruct": (8.29e9, None, "Hub model page: 8.29B params (safetensors)"),
     "Qwen/Qwen3-VL-8B-Instruct": (8.8e9, None, "Hub metadata: 8.8B params (safetensors)"),
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506": (24e9, None, "model card: 24B parameters"),
     "meta-llama/Llama-3.2-11B-Vision": (10.6e9, None, "model card: Llama 3.2-Vision 11B, "
                                         "10.6B params"),
 }
