@@ -27,8 +27,10 @@ def test_torchtitan_compiled_loss_from_2025_04():
     assert old.peak_allocated_bytes - new.peak_allocated_bytes == 12 * TV - (4 * TV + 8 * T) \
         == 8_405_319_680
     sec = new.to_dict()["stack"]
-    assert sec["change_point"] == "2025-04" and sec["mechanisms"][0]["applied"]
-    assert "#1033" in sec["mechanisms"][0]["source"]
+    mechs = {m["name"]: m for m in sec["mechanisms"]}
+    assert sec["change_point"] == "2025-04" and mechs["compiled-loss"]["applied"]
+    assert "#1033" in mechs["compiled-loss"]["source"]
+    assert not mechs["loss-parallel-backward"]["applied"]      # no tensor parallelism here
     assert "nearest earlier" in new.notes[0]
     # without compile the loss is eager in both
     eager = {**d, "options": []}
