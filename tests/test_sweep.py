@@ -259,3 +259,25 @@ def test_max_batch_searches_in_lockstep_equal_estimate(d):
         got = int(mb[i])
         assert (None if got >= MAX_BATCH_CAP else got) == estimate({**d, "gpu": g}) \
             .max_batch_size, g
+
+
+def test_cli_sweep_prints_a_summary_and_writes_every_point_with_o(tmp_path):
+    """The README's grid (64 batch values x every GPU) printed 5,000+ lines; now one row per
+    GPU, every point in the -o file (CSV: a header and a row per point)."""
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"}))
+    grid = tmp_path / "grid.csv"
+    gpus = "nvidia-rtx-4090,nvidia-t4,nvidia-a100-sxm4-80gb"
+    out = _cli("sweep", "--scenario", str(f), "--vary", "batch_size=1..64", "--vary",
+               f"gpu={gpus}", "-o", str(grid))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].split()[:3] == ["gpu", "usable", "GiB"] and len(lines) == 2 + 3 + 2
+    assert f"every point: {grid}" in lines[-1]
+    rows = grid.read_text().strip().splitlines()
+    assert rows[0].startswith("batch_size,gpu,") and len(rows) == 1 + 64 * 3
+    r = sweep({"model": "gpt2", "task": "train"}, {"batch_size": "1..64", "gpu": gpus})
+    for c, g in enumerate(r.gpus):          # the summary's count and largest batch, by hand
+        fit = [p["batch_size"] for i, p in enumerate(r.points) if r.fits[i, c]]
+        line = next(x for x in lines if x.startswith(g))
+        assert f"{len(fit)} of 64" in line and line.split()[-2] == str(max(fit) if fit else "-")

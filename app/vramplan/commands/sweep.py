@@ -4,6 +4,12 @@ gives it (to the byte).
     vramplan sweep --scenario plan.json --vary batch_size=1..256 --vary gpu=all
     vramplan sweep --scenario plan.json --vary seq_len=512..8192:x2 --format csv
     vramplan sweep --scenario plan.json --gpus-needed      # fewest GPUs of each kind
+    vramplan sweep --scenario plan.json --vary batch_size=1..64 --vary gpu=all -o grid.csv
+
+A grid of more than FULL_TABLE rows prints, as a table, a summary (one row per GPU: how many
+points fit, the largest value of each key that fits, the memory at the first point); every
+point goes to a file with `-o FILE` (CSV, or JSON by `--format json` / a `.json` name) or to
+standard output with `--format csv` / `json`.
 
 Values: `A..B` (every integer), `A..B:x2` (geometric), `A..B:+K` (step), `a,b,c`, `all` (every
 choice of the key; `gpu=all`: every GPU), GPU globs (`gpu=nvidia-h100*`); nested keys dotted
@@ -12,11 +18,14 @@ choice of the key; `gpu=all`: every GPU), GPU globs (`gpu=nvidia-h100*`); nested
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 from ..errors import VramplanError
 from ._output import add_format_arg, add_scenario_arg, dump_json, emit, table, to_csv
 
 GiB = 2**30
+FULL_TABLE = 48          # rows a table prints in full; larger grids print the summary
 
 
 def register(subparsers) -> None:
@@ -38,6 +47,9 @@ def register(subparsers) -> None:
     p.add_argument("--headroom", metavar="SHARE", default="0%",
                    help="--gpus-needed: memory to leave free, a share such as 5%% "
                         "(default 0%%)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write every point of the grid to FILE (CSV; JSON with --format json "
+                        "or a .json name) and print the summary")
     add_format_arg(p)
     p.set_defaults(func=run)
 
@@ -70,32 +82,86 @@ def run(a) -> int:
     if r.size and len(r.errors) == r.size:
         raise VramplanError(f"every point of the grid was refused; the first: "
                             f"{next(iter(r.errors.values()))}")
-    if a.format == "json":
-        emit(dump_json(r.to_dict()))
+    fmt = a.format
+    if a.output:
+        fmt_file = "json" if fmt == "json" or a.output.endswith(".json") else "csv"
+        _write(a.output, _grid(r, fmt_file, a.max_batch))
+        fmt = "table"
+    if fmt != "table":
+        emit(_grid(r, fmt, a.max_batch))
         return 0
-    keys = list(r.axes)
-    cols = keys + ["gpu", "peak_allocated_bytes", "peak_reserved_bytes", "device_used_bytes",
-                   "fits", "headroom_bytes"] + (["max_batch_size"] if a.max_batch else []) + \
-        ["error"]
     rows = list(r.rows())
-    if a.format == "csv":
-        emit(to_csv([[_cell(x.get(c)) for c in cols] for x in rows], cols).rstrip("\n"))
-        return 0
-    head = keys + ["gpu", "used GiB", "fits", "headroom GiB"] + \
-        (["max batch"] if a.max_batch else [])
+    full = len(rows) <= FULL_TABLE and not a.output
+    emit((_table(r, rows, a.max_batch) if full else _summary(r, a.max_batch)) +
+         f"\n\n{r.size} points in {r.seconds * 1e3:.1f} ms ({r.footprint_calls} footprints)" +
+         ("" if full else f"; every point: {a.output}" if a.output else
+          "; every point: -o FILE (CSV) or --format csv"))
+    return 0
+
+
+def _grid(r, fmt: str, max_batch: bool) -> str:
+    """Every point of the grid as JSON or CSV text."""
+    if fmt == "json":
+        return dump_json(r.to_dict())
+    cols = list(r.axes) + ["gpu", "peak_allocated_bytes", "peak_reserved_bytes",
+                           "device_used_bytes", "fits", "headroom_bytes"] + \
+        (["max_batch_size"] if max_batch else []) + ["error"]
+    return to_csv([[_cell(x.get(c)) for c in cols] for x in r.rows()], cols).rstrip("\n")
+
+
+def _write(path: str, text: str) -> None:
+    out = Path(path)
+    if out.is_dir():
+        raise VramplanError(f"-o {path}: is a directory; give a file name")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise VramplanError(f"-o {path}: cannot write ({exc.strerror or exc})") from None
+
+
+def _table(r, rows: list, max_batch: bool) -> str:
+    """Every point, one line each."""
+    keys = list(r.axes)
+    head = keys + ["gpu", "used GiB", "fits", "headroom GiB"] + (["max batch"] if max_batch else [])
     out = []
     for x in rows:
         if "error" in x:
             out.append([_cell(x.get(k)) for k in keys] + [x["gpu"], "error", "-", x["error"]]
-                       + (["-"] if a.max_batch else []))
+                       + (["-"] if max_batch else []))
             continue
         out.append([_cell(x.get(k)) for k in keys] +
                    [x["gpu"], f"{x['device_used_bytes'] / GiB:.2f}", "yes" if x["fits"] else
                     "no", f"{x['headroom_bytes'] / GiB:.2f}"] +
-                   ([_cell(x["max_batch_size"])] if a.max_batch else []))
-    emit(table(out, head, "l" * (len(keys) + 1) + "rlr" + ("r" if a.max_batch else "")) +
-         f"\n\n{r.size} points in {r.seconds * 1e3:.1f} ms ({r.footprint_calls} footprints)")
-    return 0
+                   ([_cell(x["max_batch_size"])] if max_batch else []))
+    return table(out, head, "l" * (len(keys) + 1) + "rlr" + ("r" if max_batch else ""))
+
+
+def _summary(r, max_batch: bool) -> str:
+    """One row per GPU: usable GiB, points that fit of those evaluated, the largest value of
+    each varied key among the points that fit, device used and max batch at the grid's first
+    point."""
+    keys = list(r.axes)
+    head = ["gpu", "usable GiB", "points that fit"] + [f"largest {k} that fits" for k in keys] \
+        + ["used GiB at first point"] + (["max batch at first point"] if max_batch else [])
+    out = []
+    for c, g in enumerate(r.gpus):
+        ok = [i for i in range(len(r.points)) if (i, c) not in r.errors]
+        fit = [i for i in ok if r.fits[i, c]]
+        largest = []
+        for k in keys:
+            vals = [r.points[i][k] for i in fit]
+            try:
+                largest.append(_cell(max(vals)) if vals else "-")
+            except TypeError:          # values without an order (a resolution, a choice)
+                largest.append(_cell(vals[-1]))
+        first = (0, c) not in r.errors
+        out.append([g, f"{r.usable[c] / GiB:.2f}", f"{len(fit)} of {len(r.points)}"] + largest +
+                   [f"{r.used[0, c] / GiB:.2f}" if first else "error"] +
+                   ([_cell(int(r.max_batch[0, c])) if first else "-"] if max_batch else []))
+    return table(out, head, "lrr" + "r" * len(keys) + "r" + ("r" if max_batch else ""))
 
 
 def _cell(v):
