@@ -28,6 +28,7 @@ PUBLISHED = {
     "moonshotai/Kimi-K2-Instruct": (1.04e12, 32e9, "Kimi K2 technical report (arXiv:2507.20534):"
                                     " 1.04T total, 32B activated (model card: 1T / 32B)"),
     "microsoft/Phi-4-mini-instruct": (3.8e9, None, "model card: 3.8B parameters"),
+    "allenai/OLMo-2-1124-7B": (7.3e9, None, "Hub metadata: 7.3B params (model card: 7B)"),
     "HuggingFaceTB/SmolLM3-3B": (3.08e9, None, "Hub metadata: 3.08B params (model card: 3B)"),
     "Qwen/Qwen2.5-VL-7B-Instruct": (8.29e9, None, "Hub model page: 8.29B params (safetensors)"),
     "Qwen/Qwen3-VL-8B-Instruct": (8.8e9, None, "Hub metadata: 8.8B params (safetensors)"),
