@@ -133,3 +133,16 @@ def test_table_says_no_limit_for_a_null_max_batch_and_names_the_roof(capsys):
             f"{bw['memory_floor_s'] * 1e3:.1f} ms, compute {bw['compute_floor_s'] * 1e3:.1f} ms)"
             in out)
     assert "(memory-bound)" not in out or bw["bound"] == "memory"
+
+
+def test_the_text_names_model_task_and_gpu_first(capsys):
+    """Before: the text began 'GPU: NVIDIA H100 SXM5 80GB (80.0 GiB)   peak phase:
+    optimizer-step' and named neither the model nor the task; components were raw keys."""
+    from vramplan.cli import main as cli_main
+    assert cli_main(["estimate", "--model", "meta-llama/Llama-3.1-8B", "--task", "train",
+                     "--gpus", "8", "--zero", "3", "--gpu", "nvidia-h100-sxm5-80gb"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("meta-llama/Llama-3.1-8B · train on 8 x NVIDIA H100 SXM5 80GB "
+                        "(80.00 GiB each)")
+    assert lines[1].startswith("peak phase: ") and "-" not in lines[1]   # 'Optimizer step'
+    assert any(x.startswith("  Optimizer states ") for x in lines)       # vocab's names

@@ -253,14 +253,27 @@ def _serving_lines(sv: dict | None) -> list[str]:
                   f"sequences of {sv['context_tokens']:,} tokens"]
 
 
+def _plan_line(e: dict) -> str:
+    """What was estimated, first: model, task and GPU (and how many)."""
+    sc, g = e.get("scenario") or {}, e["gpu"]
+    arch = sc.get("architecture")
+    model = sc.get("model") or (
+        f"size-only decoder of {arch['params']:,} params" if isinstance(arch, dict) and
+        arch.get("params") else "own config" if isinstance(arch, dict) else "")
+    gpus = (sc.get("parallel") or {}).get("gpus") or 1
+    on = f"{gpus} x {g['name']}" if gpus > 1 else g["name"]
+    what = " · ".join(str(x) for x in (model, sc.get("task")) if x)
+    return f"{what} on {on} ({g['memory_bytes'] / GiB:.2f} GiB{' each' if gpus > 1 else ''})"
+
+
 def render_table(e: dict) -> str:
-    g = e["gpu"]
+    from ..vocab import component_label, phase_label
     pg = e["per_gpu"]
-    lines = [f"GPU: {g['name']} ({g['memory_bytes'] / GiB:.1f} GiB)   peak phase: "
-             f"{e.get('peak_phase', '?')}", "", "components at the peak (per GPU):"]
+    phase = phase_label(e["peak_phase"]) if e.get("peak_phase") else "?"
+    lines = [_plan_line(e), f"peak phase: {phase}", "", "components at the peak (per GPU):"]
     for k, v in pg["components"].items():
         if v:
-            lines.append(f"  {k:24} {v / GiB:9.2f} GiB")
+            lines.append(f"  {component_label(k):24} {v / GiB:9.2f} GiB")
     lines += ["",
               f"  {'peak allocated':24} {pg['peak_allocated_bytes'] / GiB:9.2f} GiB",
               f"  {'peak reserved':24} {pg['peak_reserved_bytes'] / GiB:9.2f} GiB",
