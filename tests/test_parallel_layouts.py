@@ -67,11 +67,16 @@ def test_sequence_parallel_splits_the_checkpointed_block_inputs_by_t():
 
 
 def test_loss_parallel_divides_logits_by_t():
-    base = estimate(S70, with_max_batch=False)
-    lp = estimate(dict(S70, options=["loss-parallel"]), with_max_batch=False)
+    """In the loss's backward (the backward phase). With SP, so the logits decide that phase
+    with loss parallelism too: TP alone keeps the residual stream's gradients whole on every
+    rank, and the recomputed block's backward then outgrows 1/8 of the logits (12 x 128256 / 8
+    = 192k B per token), so that phase would show the block, not the logits."""
+    sp = ["sequence-parallel"]
+    base = estimate(dict(S70, options=sp), with_max_batch=False).footprint
+    lp = estimate(dict(S70, options=sp + ["loss-parallel"]), with_max_batch=False).footprint
     tokens, vocab = 4 * 4096, 128256
     logits = 3 * 4 * tokens * vocab             # fp32 log-softmax out, its grad, input grad
-    drop = base.components["activations"] - lp.components["activations"]
+    drop = base.phases["backward"]["activations"] - lp.phases["backward"]["activations"]
     assert drop == pytest.approx(logits - 3 * 4 * tokens * (vocab // 8), abs=8)
 
 

@@ -158,3 +158,45 @@ def test_tensor_parallel_refuses_what_it_cannot_split():
     d["architecture"] = dict(ARCH, num_key_value_heads=4)
     with pytest.raises(ScenarioError, match="divisible by 8"):
         T.trace(d, timeline=False)
+
+
+# ---- checkpointing x layout (issue 20.1) ------------------------------------------------------
+# What the tracer runs and what it cannot:
+# * full x TP (with and without SP) x PP (stages 0 and last, 1F1B) below, within 5 % per rank.
+# * selective: the traced model's `selective` is Megatron's attention-core recomputation
+#   (tracing/transformer.py AttnCore under checkpoint), the estimate's is torchtitan's op-level
+#   SAC (activations.selective_terms, sharding.tp_selective): two mechanisms, so a trace of one
+#   cannot check the other; the per-rank split is checked by hand in
+#   tests/test_checkpointing_layouts.py.
+# * context parallel: the tracer refuses ring attention (test above); its buffers are by hand.
+# * full with TP x PP without SP is -6 % (stage 0 -7.4 %, last stage -6.2 %: the trace holds
+#   about two more block-width tensors in the recomputed block's backward than the estimate),
+#   and full with PP4 on stage 0 +6.3 % (PP2: +5.0 %): left out until explained, not hidden.
+FULL_TP = [(t, sp) for t in (2, 4, 8) for sp in (False, True)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("t,sp", FULL_TP, ids=[f"tp{t}{'-sp' if sp else ''}" for t, sp in FULL_TP])
+def test_full_checkpointing_x_tensor_parallel_within_5pct(t, sp):
+    within(scn({"gpus": t, "tensor": t}, ["sequence-parallel"] if sp else [],
+               checkpointing="full"))
+
+
+FULL_PP = [({"gpus": 2, "pipeline": 2}, [], 1),
+           ({"gpus": 8, "tensor": 4, "pipeline": 2}, ["sequence-parallel"], 0),
+           ({"gpus": 8, "tensor": 4, "pipeline": 2}, ["sequence-parallel"], 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("par,opts,stage", FULL_PP,
+                         ids=["pp2-stage1", "tp4-sp-pp2-stage0", "tp4-sp-pp2-stage1"])
+def test_full_checkpointing_x_pipeline_within_5pct(par, opts, stage):
+    within(scn(par, opts, checkpointing="full", gradient_accumulation=4), stage=stage)
+
+
+@pytest.mark.slow
+def test_tp_without_sp_x_pipeline_stage0_within_5pct():
+    """Stage 0 has no loss, so a block's backward decides its peak: without SP the residual
+    stream's gradients and a column-parallel linear's input-gradient partial sum are whole on
+    every TP rank (was -6.9 % when they were divided by t; now -2.5 %)."""
+    within(scn({"gpus": 8, "tensor": 4, "pipeline": 2}, gradient_accumulation=4), stage=0)

@@ -216,11 +216,13 @@ class Training:
         a, tp, sbh = self.arch, blk.tp, blk.sbh
         ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
         kv_len = max(self.s, self.t) if blk.encdec else self.s   # the decoder's widest scores
-        bwd_tmp = (2 * self.p * ffw + 2 * self.p) * sbh / tp + (
+        # the two block-width gradients run on the residual stream: whole on every TP rank
+        # without SP (the replicated region, Korthikanti s.4), over t with SP
+        bwd_tmp = 2 * self.p * ffw * sbh / tp + 2 * self.p * sbh / blk.seq_div + (
             2 * self.p * self.b * a.heads * self.t * kv_len / tp
             if blk.k.attention == "eager" else 0)
-        if blk.sp:   # the all-gathered full-sequence input of a column-parallel linear
-            bwd_tmp += self.p * sbh
+        if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
+            bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
         bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
         return bwd_tmp
 
