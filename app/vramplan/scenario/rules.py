@@ -180,8 +180,9 @@ def precisions_for(task: str) -> tuple[str, ...]:
     formats (fp8, int8, int4, nf4); `qlora` needs one of them; every other task takes all."""
     if task == "train":
         return tuple(p for p in PRECISIONS if p not in QUANTISED)
-    if task == "qlora":
-        return tuple(p for p in PRECISIONS if p in QUANTISED)
+    if task == "qlora":   # MXFP4 / NVFP4 checkpoints are dequantised to train (transformers
+        # Mxfp4Config(dequantize=True), the gpt-oss fine-tuning recipe): not QLoRA bases
+        return tuple(p for p in PRECISIONS if p in QUANTISED and p not in ("mxfp4", "nvfp4"))
     return PRECISIONS
 
 
