@@ -201,3 +201,11 @@ def test_nemotron_h_blocks_by_hand():
                                + 2 * 131072 * 4096) == 8_100_852_736
     g, fn = _growth("nvidia/Nemotron-H-8B-Base-8K")
     assert g == 16_384 and fn(0) == 52_297_728
+
+
+def test_decode_copies_one_full_layer_of_a_hybrid():
+    """DynamicCache's torch.cat copies one layer at a time: for gpt-oss-20b that is a full
+    layer, 2 x 8 x 64 x 2 B = 2,048 B per token; 1 sequence at 4096 + 16 - 1 tokens."""
+    _, e = _est("openai/gpt-oss-20b", "nvidia-h100-sxm5-80gb", task="generate", seq_len=4096,
+                new_tokens=16)
+    assert e["phases"]["decode"]["temporary"] == (4096 + 15) * 2048

@@ -267,7 +267,8 @@ class _Ctx(Training, StackHooks):
                 tmp = kv_final - b * (cache(s + n - 1) - cache(s + n - 2))   # torch.cat's a new
                 # one -> two caches at the end
             else:                # DynamicCache: one layer's old and new tensors at once
-                tmp = kv_final // max(1, a.layers)
+                tmp = layer_types.one_layer_bytes(a, kv_final, b, s + n - 1, kv_b,
+                                                  self.L.tensor, False)
             dec_logits = self.logits_peak(b, False)
             phases["decode"] = {"weights": w, "kv_cache": kv_final, "temporary": tmp,
                                 "activations": to_int(dec_logits + 4 * self.p * b * a.hidden)}
@@ -280,7 +281,9 @@ class _Ctx(Training, StackHooks):
         peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
         bw = self._generate_bw(cache, prefill_act, n)
         self._layer_notes(kv_b)
-        return self._fp(comps, peak, phases, to_int(vmax(logits, kv_final // max(1, a.layers) if n > 1 else 0)), bw)
+        one = layer_types.one_layer_bytes(a, kv_final, b, s + n - 1, kv_b, self.L.tensor,
+                                          False) if n > 1 else 0
+        return self._fp(comps, peak, phases, to_int(vmax(logits, one)), bw)
 
     def _layer_notes(self, kv_b: float) -> None:
         """The per-layer cache and the shipped weight format, where they apply."""

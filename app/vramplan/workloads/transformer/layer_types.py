@@ -73,6 +73,17 @@ def cache_fn(arch, kv_b: float, tp: int = 1, *, mla_latent: bool = True, engine:
     return fn
 
 
+def one_layer_bytes(arch, total, seqs, tokens: int, kv_b: float, tp: int = 1,
+                    mla_latent: bool = True):
+    """The largest single layer's cache of `seqs` sequences at `tokens` (what DynamicCache's
+    torch.cat copies, one layer at a time): `total // layers` for uniform models, one
+    full-attention layer's for hybrids (the windowed layers and states are smaller)."""
+    full = mixers.count(arch, ("full",))
+    if not is_hybrid(arch) or not full:
+        return total // max(1, arch.layers)
+    return seqs * tokens * _per_layer_token(arch, kv_b, mla_latent) // max(1, tp)
+
+
 def note(arch, kv_b: float) -> str:
     """What the per-layer cache is, for the estimate's notes ('' for uniform models)."""
     if not is_hybrid(arch):
