@@ -414,3 +414,13 @@ def test_gemma3_4b_it_config_json_estimates_with_its_vision_tower():
     e = estimate({"architecture": copy.deepcopy(GEMMA3_4B_IT), "gpu": "H100",
                   "task": "generate"}, with_max_batch=False)
     assert e.fits and image_tokens(GEMMA3_4B_IT, 896, 896) == 256
+
+
+def test_outer_quantization_config_reaches_the_text_decoder():
+    """A composite checkpoint saved quantised (Qwen3-VL-8B-Instruct-FP8 style) keeps
+    quantization_config at the top level, beside text_config: the decoder is read with it."""
+    cfg = copy.deepcopy(get_model("Qwen/Qwen3-VL-8B-Instruct").config)
+    assert nested_arch(cfg).weight_format is None
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme":
+                                  "dynamic", "weight_block_size": [128, 128]}
+    assert nested_arch(cfg).weight_format.precision == "fp8"

@@ -264,16 +264,18 @@ def _tower(name: str, sub: _Sub) -> tuple[dict[str, int], bool]:
 
 
 def _text_config(config: dict) -> dict:
-    """The text decoder's keys: `text_config` (with the top level's tie_word_embeddings when it
-    has none: the lm_head belongs to the outer model) or the top level less the sub-configs."""
+    """The text decoder's keys: `text_config` (with the top level's tie_word_embeddings and
+    quantization_config when it has none: the lm_head and the checkpoint's format belong to the
+    outer model) or the top level less the sub-configs."""
     if "text_config" in config:
         text = config["text_config"]
         if not isinstance(text, dict):
             raise _bad("text_config", f"must be an object (a sub-config), got "
                                       f"{type(text).__name__}")
         text = dict(text)
-        if "tie_word_embeddings" not in text and "tie_word_embeddings" in config:
-            text["tie_word_embeddings"] = config["tie_word_embeddings"]
+        for key in ("tie_word_embeddings", "quantization_config"):  # the outer model's
+            if key not in text and key in config:
+                text[key] = config[key]
         text.setdefault("model_type", config.get("model_type", "generic"))
     else:
         text = {k: v for k, v in config.items() if k not in SUB_CONFIGS}
