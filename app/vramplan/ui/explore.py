@@ -21,7 +21,8 @@ from typing import Any
 import ipywidgets as W
 
 from . import looks as L
-from ..errors import VramplanError
+from ..advisor.compare import gpu_rows as comparison_rows
+from ..advisor.compare import larger_gpus
 from .chart import ChartPanel, freeze, prepare_altair
 from .i18n import N_, _, speaking_for
 from .jobs import Jobs
@@ -72,24 +73,6 @@ def batch_values(max_batch: int) -> list[int]:
     return sorted(vals)
 
 
-def larger_gpus(db, device, n: int = 2, step: float = 1.4) -> list:
-    """GPUs to draw beside the chosen one: the next sizes up, each at least `step` times the
-    last (an RTX 4090 -> A100 40GB, H100 80GB), of the same vendor where it has one."""
-    out, floor = [], device.usable_bytes * step
-    for _i in range(n):
-        bigger = [d for d in db.devices if d.usable_bytes >= floor]
-        same = [d for d in bigger if d.vendor == device.vendor]
-        bigger = same or bigger
-        if not bigger:
-            break
-        size = min(d.usable_bytes for d in bigger)
-        pick = min((d for d in bigger if d.usable_bytes == size),
-                   key=lambda d: (d.vendor != device.vendor, -(d.year or 0), d.name))
-        out.append(pick)
-        floor = pick.usable_bytes * step
-    return out
-
-
 def takes_lang(builder) -> bool:
     """Whether a chart builder takes `lang=` (every one of charts/ should)."""
     import inspect
@@ -108,33 +91,6 @@ def curve_chart(sc, est: dict, device, db, lang: str = "en") -> Any:
                               pinned=[d.to_dict() for d in larger_gpus(db, device)],
                               max_x=mb or None, x_title="Batch size", x_unit="per GPU",
                               lang=lang)
-
-
-def comparison_rows(sc, db, batched: bool) -> list[dict]:
-    """One row per GPU of the database for this plan, from the sweep (the same figures as
-    `estimate` on each GPU) and, where it does not fit, how many GPUs it needs."""
-    from ..sweep import gpus_needed, sweep
-    ids = [d.id for d in db.devices]
-    r = sweep(sc, {"gpu": ids}, with_max_batch=batched)
-    rows = {p["gpu"]: p for p in r.rows() if "error" not in p}
-    short = [g for g, p in rows.items() if not p["fits"]]
-    need = {}
-    if short:
-        try:
-            need = {x["gpu"]: x["gpus"] for x in gpus_needed(sc, gpus=short)}
-        except VramplanError:
-            need = {}
-    out = []
-    for d in db.devices:
-        p = rows.get(d.id)
-        if p is None:
-            continue
-        out.append({"id": d.id, "name": d.name, "vendor": d.vendor,
-                    "usable_bytes": d.usable_bytes, "fits": p["fits"],
-                    "headroom_bytes": p["headroom_bytes"],
-                    "max_batch_size": p.get("max_batch_size"),
-                    "gpus_needed": need.get(d.id)})
-    return out
 
 
 def build(view: str, snap: dict) -> Any:

@@ -11,12 +11,9 @@ import math
 import re
 from typing import Any
 
+from ..catalog.size_only import looks_like_size, parse_params  # noqa: F401 (the page's names)
 from ..units import format_gbs, format_gib, format_size
 
-_NUMBER = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbt]?)\s*(?:params?)?\s*$",
-                     re.I)
-_SCALE = {"": 1, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
-_SIZE_WORD = re.compile(r"^\s*[0-9]*\.?[0-9]+\s*[kmbt]\s*(?:params?)?\s*$", re.I)
 
 # words whose capitals a generic label keeps ('kv_pool_tokens' -> 'KV pool tokens')
 ACRONYMS = {"kv": "KV", "gpu": "GPU", "gpus": "GPUs", "cpu": "CPU", "cfg": "CFG", "vae": "VAE",
@@ -91,21 +88,6 @@ def parse(kind: str, text: Any) -> Any:
         return None
     fn = PARSERS.get(kind)
     return fn(text) if fn else (text.strip() if isinstance(text, str) else text)
-
-
-def parse_params(text: Any) -> float | None:
-    """'7B' -> 7e9, '350M' -> 3.5e8, '1.5e9' -> 1.5e9, '70 b params' -> 7e10; else None."""
-    m = _NUMBER.match(text or "") if isinstance(text, str) else None
-    if not m:
-        return None
-    v = float(m.group(1)) * _SCALE[m.group(2).lower()]
-    return v if math.isfinite(v) and v >= 1 else None
-
-
-def looks_like_size(text: Any) -> bool:
-    """'70B', '7b', '350M params': a parameter count with its suffix (not a model id)."""
-    return isinstance(text, str) and bool(_SIZE_WORD.match(text)) and \
-        parse_params(text) is not None
 
 
 # ---------------------------------------------------------------- values -> text
