@@ -223,6 +223,8 @@ def test_unknown_tower_is_counted_generically_and_said():
     (lambda c: c["vision_config"].update(depth="32"), "architecture.vision_config", "depth"),
     (lambda c: c.update(vision_config=[1]), "architecture.vision_config", "sub-config"),
     (lambda c: c.update(text_config="x"), "architecture.text_config", "sub-config"),
+    (lambda c: [c.pop(k) for k in list(c) if k not in ("model_type", "vision_config")],
+     "architecture", "under 'text_config' or at the top level"),
 ])
 def test_malformed_nested_config_names_the_sub_config_and_the_key(mutate, where, key):
     cfg = _qwen25_vl()

@@ -295,6 +295,9 @@ def nested_arch(config: dict) -> MultimodalArch:
     except ScenarioError as exc:
         where = "text_config" if "text_config" in config else ""
         msg = str(exc).split(": ", 1)[-1]
+        if not where:
+            msg += (" (a multimodal config.json keeps the text decoder's keys under "
+                    "'text_config' or at the top level)")
         raise _bad(where, msg) from None
     towers, approx = [], []
     parent = config.get("model_type", "")
