@@ -27,7 +27,7 @@ from ..errors import VramplanError
 
 JOBS = ("trace", "measure", "max_batch", "monitor")
 MAX_STEPS = 100
-PARENT_ENV = "VRAMPLAN_WORKER_PARENT"   # the starter's pid (set by ui.measure_state.Worker)
+PARENT_ENV = "VRAMPLAN_WORKER_PARENT"   # the starter's pid (set by measure.client.Worker)
 MONITOR_COUNT = 3600          # samples before a forgotten monitor stops by itself
 
 
