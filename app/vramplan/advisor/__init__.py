@@ -3,8 +3,11 @@
     from vramplan.advisor import advise
     a = advise({"model": "meta-llama/Llama-3.1-8B", "task": "train", "batch_size": 4,
                 "seq_len": 4096, "gpu": "nvidia-rtx-4090"}, headroom="5%")
-    a.recommendations   # single changes, best bytes-saved-per-cost first (recommend.py)
-    a.plans             # combinations that fit with the headroom, cheapest first (solver.py)
+    a.recommendations   # single changes that keep the job, best bytes-saved-per-cost first
+    a.job_changes       # "if you can change the job": LoRA, 8-bit optimizers ... with risk
+    a.plans             # combinations that fit with the headroom, fewest GPU-seconds first;
+                        # job changes only with allow_job_changes=True; more GPUs through
+                        # the cluster solver for transformer training (scale.py)
     a.to_dict()         # the JSON of `vramplan advise`
 
 Every figure of memory is `estimate`'s: a recommendation's `saves_bytes` is the device used
@@ -22,6 +25,7 @@ from .costs import Cost
 from .explore import growth, gpu_table
 from .levers import LEVERS, Ctx, Lever
 from .recommend import Recommendation, context, recommend
+from .scale import solver_plans
 from .solver import Plan, choose, fits_with, more_gpus, one_gpu
 
 __all__ = ["advise", "Advice", "recommend", "recommendations", "context", "parse_headroom",
@@ -69,6 +73,8 @@ class Advice:
     limit_bytes: int
     recommendations: list = field(default_factory=list)
     plans: list = field(default_factory=list)
+    job_changes: list = field(default_factory=list)
+    allow_job_changes: bool = False
     gpus: list = field(default_factory=list)
     growth: dict = field(default_factory=dict)
 
@@ -84,6 +90,8 @@ class Advice:
                 "headroom": {"share": frac, "bytes": int(nbytes)},
                 "limit_bytes": int(self.limit_bytes), "fits": self.fits,
                 "recommendations": [r.to_dict(full) for r in self.recommendations],
+                "job_changes": [r.to_dict(full) for r in self.job_changes],
+                "allow_job_changes": self.allow_job_changes,
                 "plans": [p.to_dict(full) for p in self.plans],
                 "growth": self.growth, "gpus": self.gpus}
 
@@ -103,11 +111,13 @@ def recommendations(scenario, gpu=None, *, headroom=None, est=None) -> list[Reco
 
 
 def advise(scenario, gpu=None, *, headroom=None, gpu_kind: str | None = None,
-           max_gpus: int = 512, gpu_table_too: bool = True, grow: bool = True) -> Advice:
+           max_gpus: int = 512, gpu_table_too: bool = True, grow: bool = True,
+           allow_job_changes: bool = False) -> Advice:
     """Recommendations, plans that fit with the headroom (default 5% of usable memory),
     every GPU of the database that holds the plan unchanged or with one change, and for a plan
     that fits, how far it can grow. `gpu_kind`: the GPU the plans are for (default the
-    scenario's)."""
+    scenario's). Changes that change the job (recommend.JOB_CHANGING) are listed apart in
+    `job_changes` and enter plans only with `allow_job_changes`."""
     from ..hardware import get_gpu
     sc = _scenario(scenario)
     if gpu_kind:
@@ -121,10 +131,15 @@ def advise(scenario, gpu=None, *, headroom=None, gpu_kind: str | None = None,
     limit = int(limit_for(dev.usable_bytes, hr))
     est = estimate(sc, dev, with_max_batch=False)
     ctx = context(sc, dev, est, limit)
-    recs = recommend(ctx)
-    adv = Advice(sc, est, hr, limit, recs)
+    ctx.allow_job_changes = bool(allow_job_changes)
+    every = recommend(ctx)
+    keep = [r for r in every if not r.cost.changes_job]
+    adv = Advice(sc, est, hr, limit, keep, job_changes=[r for r in every if r.cost.changes_job],
+                 allow_job_changes=bool(allow_job_changes))
+    recs = every if allow_job_changes else keep
     if not fits_with(est, limit):
-        plans = one_gpu(ctx, recs, limit) + more_gpus(ctx, recs, limit, max_gpus)
+        plans = one_gpu(ctx, recs, limit) + more_gpus(ctx, recs, limit, max_gpus) + \
+            solver_plans(ctx, limit, max_gpus, Plan)
         adv.plans = choose(plans, sc.parallel.gpus)
     elif grow:
         adv.growth = growth(ctx, limit)

@@ -56,8 +56,11 @@ class Job:
     gpus_per_node: int | None = None    # GPUs in one scale-up domain (default: hwdb system)
     network_gbs: float | None = None    # GB/s per GPU between domains (default: hwdb system)
     token_budget: float = 1e12          # tokens the run trains on, for GPU-hours
-    headroom: object = None             # as advise(): '5%' or '2GiB' (default 5%)
+    headroom: float = 0.05              # share of usable memory left free (limit_bytes wins)
     options: tuple = ("chunked-loss",)  # job-keeping kernels every layout gets (module doc)
+    task: str = "train"                 # train | lora | qlora
+    base: dict | None = None            # a scenario whose other keys the layouts keep
+    limit_bytes: int | None = None      # bytes a GPU may use (instead of the headroom's)
 
     @property
     def tokens_per_step(self) -> int:
@@ -129,7 +132,6 @@ class Solver:
     def __init__(self, job: Job, scaleup_gbs: float | None = None):
         from ..catalog import get_model
         from ..hardware import get_gpu
-        from . import limit_for, parse_headroom
         self.job = job
         self.dev = get_gpu(job.gpu)
         self.spec = get_model(job.model)
@@ -139,7 +141,12 @@ class Solver:
                                 f"{job.model!r} is a {self.spec.family} model")
         if job.global_batch < 1 or job.seq_len < 1 or job.max_gpus < 1:
             raise VramplanError("global batch, seq_len and the most GPUs must be >= 1")
-        self.limit = int(limit_for(self.dev.usable_bytes, parse_headroom(job.headroom)))
+        if job.task not in ("train", "lora", "qlora"):
+            raise VramplanError(f"task: the cluster solver plans training, not {job.task!r}")
+        if not 0 <= job.headroom < 1:
+            raise VramplanError(f"headroom: {job.headroom} is not a share in [0, 1)")
+        self.limit = int(job.limit_bytes if job.limit_bytes is not None else
+                         self.dev.usable_bytes * (1 - job.headroom))
         net = comm.network(self.dev, job.gpus_per_node, job.network_gbs)
         self.net = replace(net, scaleup_gbs=scaleup_gbs) if scaleup_gbs else net
         one = self.scenario(Layout(1, 1, 1, 1, 1, 0, "none", 1, 1))
@@ -147,6 +154,7 @@ class Solver:
         self.states = {k: int(comps.get(k, 0)) for k in
                        ("weights", "gradients", "optimizer_states")}
         self.model = comm.model_bytes(one, self.spec, C.Sizes())
+        self.lora = one.lora
         peak = C._peak_tflops(self.dev, "bf16" if job.precision.startswith("bf16") else
                               job.precision.split("-")[0])
         if not peak:
@@ -163,12 +171,13 @@ class Solver:
     def scenario(self, lay: Layout):
         from ..scenario import Scenario
         j = self.job
-        d = {"model": j.model, "task": "train", "batch_size": lay.micro, "seq_len": j.seq_len,
-             "precision": j.precision, "optimizer": j.optimizer,
+        d = {**(j.base or {}), "model": j.model, "task": j.task, "batch_size": lay.micro,
+             "seq_len": j.seq_len, "precision": j.precision, "optimizer": j.optimizer,
              "gradient_accumulation": lay.accumulation, "checkpointing": lay.checkpointing,
              "gpu": self.dev.id, "parallel": {"gpus": lay.gpus, "data": lay.data,
                                               "tensor": lay.tensor, "pipeline": lay.pipeline,
                                               "context": lay.context, "zero": lay.zero}}
+        d.pop("offload", None)
         opts = set(j.options) | ({"sequence-parallel", "loss-parallel"} if lay.tensor > 1
                                  else set())
         if opts:
@@ -184,7 +193,8 @@ class Solver:
     def _model_flops(self, ckpt: str) -> float:
         a, s = self.arch, self.job.seq_len
         n = a.active_param_count()
-        per_token = 6 * n + 12 * a.total_layers * a.hidden * s
+        k = 6 if self.job.task == "train" else 4       # LoRA: no frozen weight gradients
+        per_token = k * n + 2 * k * a.total_layers * a.hidden * s
         extra = CKPT_EXTRA.get(ckpt)
         if extra is None:                   # selective: the attention core's forward again
             extra = 4 * s / (3 * (24 * a.hidden + 4 * s))
@@ -202,7 +212,8 @@ class Solver:
                lay.micro, lay.checkpointing == "full")
         got = self._comm.get(key)
         if got is None:
-            ts = comm.transfers(_Lite(self.job, lay), self.spec, self.dev, None, self.net,
+            ts = comm.transfers(_Lite(self.job, lay, self.lora), self.spec, self.dev, None,
+                                self.net,
                                 expert=lay.expert, model=self.model)
             got = self._comm[key] = (ts, comm.exposed_time(ts, 0.0),
                                      comm.exposed_time([x for x in ts if x.dim == "data"], 0))
@@ -365,11 +376,10 @@ def where(opt: Option, front: list[Option]) -> str:
 class _Lite:
     """The attributes comm.transfers reads, without building a Scenario (the search prices
     thousands of layouts)."""
-    task = "train"
     serving = None
-    lora = None
 
-    def __init__(self, job: Job, lay: Layout):
+    def __init__(self, job: Job, lay: Layout, lora=None):
+        self.task, self.lora = job.task, lora
         self.parallel = ParallelConfig(lay.gpus, lay.data, lay.tensor, lay.pipeline,
                                        lay.context, lay.zero)
         self.gradient_accumulation = lay.accumulation

@@ -201,9 +201,22 @@ def host_bytes(ctx: Ctx, lever: Lever, sc2, est2) -> float:
     return 0.0
 
 
+# Changes that change what the job computes (issue 20.4): adapters instead of training, pure
+# 16-bit without master weights, other or quantised optimizer states, fp8 training, and every
+# lever priced as `job-change` (a shorter context, fewer sequences, a smaller image ...).
+JOB_CHANGING = frozenset({"lora", "qlora", "pure-16bit", "adamw-8bit", "paged-adamw-8bit",
+                          "adafactor", "lion", "sgd-momentum", "float8-linears"})
+
+
+def changes_job(lever: Lever) -> bool:
+    return lever.id in JOB_CHANGING or lever.cost == "job-change"
+
+
 def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
     """The Cost of applying `lever` to the plan (giving sc2, estimated as est2)."""
     cost = C.of(lever.cost)
+    if changes_job(lever):
+        cost = replace(cost, changes_job=True)
     step = C.step_time(est2, ctx.spec) or C.step_time(ctx.est, ctx.spec)
     cost = replace(cost, step_time_s=step, gpus=sc2.parallel.gpus)
     if lever.id == "checkpointing-selective":
@@ -242,5 +255,5 @@ def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
 
 
 __all__ = ["Recommendation", "recommend", "evaluate", "context", "cost_of", "comm_bytes",
-           "layout_comm",
+           "layout_comm", "changes_job", "JOB_CHANGING",
            "host_bytes", "how_for", "BY_ID"]

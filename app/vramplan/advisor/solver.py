@@ -123,12 +123,17 @@ def _try(ctx, recs, limit):
     if fits_with(est2, limit):
         return sc2, est2
     if isinstance(recs, list) and sc2.task == "serve" and est2.device_used_bytes <= limit and \
-            not any(r.id == "max-model-len" for r in recs):
+            not any(r.id == "max-model-len" for r in recs) and _job_changes_ok(ctx):
         fix = _pool_len(ctx, sc2, est2, limit)
         if fix is not None:
             recs.append(fix)
             return fix.scenario, fix.estimate
     return None
+
+
+def _job_changes_ok(ctx) -> bool:
+    """Whether plans may change the job (a shorter max_model_len is one)."""
+    return bool(getattr(ctx, "allow_job_changes", True))
 
 
 def _pool_len(ctx, sc2, est2, limit):
@@ -238,7 +243,8 @@ def _try_any(ctx, recs):
     except ScenarioError:
         return None
     if sc2.task == "serve" and est2.footprint.batch_capacity is not None and \
-            not (est2.max_batch_size or 0) and not any(r.id == "max-model-len" for r in recs):
+            not (est2.max_batch_size or 0) and not any(r.id == "max-model-len" for r in recs) \
+            and _job_changes_ok(ctx):
         fix = _pool_len(ctx, sc2, est2, est2.device_used_bytes)
         if fix is not None:
             return recs + [fix], (fix.scenario, fix.estimate)
@@ -264,13 +270,18 @@ def layouts(ctx, n: int) -> list[tuple[str, dict]]:
     out = []
     a = C.arch_of(ctx.spec)
     tp_ok = a is not None and ctx.task != "load"
-    if ctx.training:
+    # data parallelism multiplies the global batch: for transformer training the cluster
+    # solver (scale.py) chooses layouts that keep it; here only the other families'
+    solved = ctx.training and a is not None and bool(ctx.sc.model)
+    if ctx.training and not solved:
         out.append((f"{n} x GPU, ZeRO-3 / FSDP full shard", {"data": n, "zero": 3}))
     if tp_ok:
         for t in (8, 4, 2):
             if t <= n and n % t == 0 and a.heads % t == 0 and \
                     (a.kv_heads % t == 0 or t % a.kv_heads == 0):
                 rest = n // t
+                if ctx.training and solved and rest > 1:
+                    break
                 if ctx.training:
                     lay = {"tensor": t, "data": rest, "zero": 3 if rest > 1 else 0}
                     out.append((f"{n} x GPU, tensor {t}" + (f" x ZeRO-3 {rest}" if rest > 1

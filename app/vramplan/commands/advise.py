@@ -31,6 +31,12 @@ def register(subparsers) -> None:
                         "('2GiB'); default 5%%")
     p.add_argument("--max-gpus", type=int, default=512, metavar="N",
                    help="the most GPUs a plan may use (default 512)")
+    p.add_argument("--allow-job-changes", action="store_true",
+                   help="let plans change the job (LoRA / QLoRA instead of training, pure "
+                        "16-bit, 8-bit or factored optimizers, a shorter context ...); without "
+                        "it those are listed apart, each with its accuracy risk, and plans "
+                        "keep the job (layout, checkpointing, micro-batch, offload, kernels, "
+                        "more GPUs through the cluster solver)")
     p.add_argument("--no-gpu-table", action="store_true",
                    help="skip the table of every GPU in the database")
     add_format_arg(p, ("table", "json"))
@@ -57,7 +63,8 @@ def run(a) -> int:
         raise VramplanError("--max-gpus must be >= 1")
     sc = load_one(a.scenario)
     adv = advise(sc, headroom=a.headroom, gpu_kind=a.gpu_kind, max_gpus=a.max_gpus,
-                 gpu_table_too=not a.no_gpu_table)
+                 gpu_table_too=not a.no_gpu_table,
+                 allow_job_changes=a.allow_job_changes)
     emit(dump_json(adv.to_dict()) if a.format == "json" else render(adv))
     return 0
 
@@ -76,6 +83,8 @@ def _cost(c) -> str:
     if c.host_time_s:
         parts.append(f"{c.host_bytes_per_step / 1e9:.1f} GB host "
                      f"({c.host_time_s * 1e3:.0f} ms)")
+    if c.gpu_seconds is not None and c.gpus > 1:
+        parts.append(f"step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s")
     if c.accuracy_risk != "none":
         parts.append(f"{c.accuracy_risk} accuracy risk")
     if c.changes_job:
@@ -92,12 +101,19 @@ def render(adv) -> str:
     if adv.recommendations:
         rows = [[i, r.id, _g(r.saves_bytes), "yes" if r.estimate.fits else "no", _cost(r.cost),
                  r.title] for i, r in enumerate(adv.recommendations, 1)]
-        lines += ["recommendations (best bytes saved per cost first):",
+        lines += ["changes that keep the job (best bytes saved per cost first):",
                   table(rows, ["#", "id", "saves GiB", "fits", "cost", "change"], "rllrll"), ""]
+    if getattr(adv, "job_changes", None):
+        rows = [[r.id, _g(r.saves_bytes), r.cost.accuracy_risk, r.title]
+                for r in adv.job_changes]
+        lines += ["if you can change the job (" + ("allowed in plans" if
+                  adv.allow_job_changes else "not in plans; --allow-job-changes") + "):",
+                  table(rows, ["id", "saves GiB", "accuracy risk", "change"], "lrll"), ""]
     if adv.plans:
         rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost),
                  " + ".join(c["title"] for c in p.changes)] for i, p in enumerate(adv.plans, 1)]
-        lines += [f"plans that fit with the headroom (cheapest first, on {g.id}):",
+        lines += [f"plans that fit with the headroom (fewest GPU-seconds per step first, on "
+                  f"{g.id}):",
                   table(rows, ["#", "GPUs", "used GiB", "cost", "changes"], "rrrll"), ""]
     elif not adv.fits:
         lines += ["no plan found that fits with the headroom", ""]

@@ -70,8 +70,11 @@ def job_of(a):
             raise VramplanError(f"{name} must be >= 1, got {v}")
     if a.token_budget <= 0:
         raise VramplanError("--token-budget must be > 0")
+    from ..advisor import limit_for, parse_headroom
+    from ..hardware import get_gpu
+    limit = int(limit_for(get_gpu(a.gpu).usable_bytes, parse_headroom(a.headroom)))
     return Job(a.model, a.seq_len, batch, a.gpu, a.precision, a.optimizer, a.max_gpus,
-               a.gpus_per_node, a.network_gbs, a.token_budget, a.headroom)
+               a.gpus_per_node, a.network_gbs, a.token_budget, limit_bytes=limit)
 
 
 def run(a) -> int:
@@ -86,7 +89,7 @@ def run(a) -> int:
 
 def result(solver, front) -> dict:
     j, net = solver.job, solver.net
-    return {"job": {**j.__dict__, "headroom": str(j.headroom) if j.headroom else None},
+    return {"job": {**j.__dict__, "options": list(j.options)},
             "gpu": solver.dev.id, "limit_bytes": solver.limit,
             "efficiency": solver.eff, "network": net.__dict__,
             "estimates": solver.estimates, "front": [o.to_dict() for o in front]}

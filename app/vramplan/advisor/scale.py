@@ -1,0 +1,77 @@
+"""More GPUs that keep the job: the cluster solver's layouts for a transformer training plan, as
+advisor plans.
+
+The job kept is the plan's global batch (batch x accumulation x data-parallel degree), its
+sequence length, task, precision and optimizer; the solver chooses data x tensor x pipeline x
+context, the ZeRO stage, checkpointing and the micro-batch / accumulation split, and every
+layout it returns fits every rank under the advisor's limit (cluster.py). Offers the fewest
+GPUs, the fewest GPU-hours and the fastest step of its front.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import VramplanError
+from . import costs as C
+from .cluster import Job, Option, solve
+
+CHANGE_ID = "cluster-layout"
+
+
+def _job(ctx, limit: int, max_gpus: int) -> Job | None:
+    sc = ctx.sc
+    if not ctx.training or C.arch_of(ctx.spec) is None or not sc.model or \
+            not isinstance(sc.precision, str) or not sc.seq_len:
+        return None
+    batch = int(sc.batch_size) * int(sc.gradient_accumulation or 1) * sc.parallel.data
+    opts = tuple(sorted(set(sc.options) | {"chunked-loss"}))
+    return Job(sc.model, int(sc.seq_len), batch, ctx.dev.id, sc.precision, sc.optimizer,
+               max_gpus, options=opts, task=sc.task, base=sc.to_dict(), limit_bytes=limit)
+
+
+def title(opt: Option, added: tuple = ()) -> str:
+    """The change as a card shows it: its GPU count is the layout's own."""
+    extra = f" (+ {', '.join(added)})" if added else ""
+    return f"{opt.layout.text()}{extra}"
+
+
+def cost(opt: Option) -> C.Cost:
+    names = list(dict.fromkeys(t.link.name for t in opt.transfers if t.nbytes))
+    base = C.of("zero", gpus=opt.gpus)
+    return replace(base, step_time_s=opt.compute_s,
+                   compute_share=opt.bubble_s / opt.compute_s if opt.compute_s else 0.0,
+                   communication_bytes_per_step=int(sum(t.nbytes for t in opt.transfers)),
+                   communication_time_s=opt.comm_s, link="; ".join(names) or None,
+                   transfers=tuple(t.to_dict() for t in opt.transfers),
+                   sources=base.sources + ("cluster solver: advisor/cluster.py (compute at "
+                                           "costs.toml [step] efficiency, 1F1B bubble as "
+                                           "extra compute, exposed communication)",),
+                   notes=(f"keeps the global batch: {opt.layout.data} x {opt.layout.micro} x "
+                          f"{opt.layout.accumulation} sequences per step",))
+
+
+def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
+    """The solver's fewest-GPU, fewest-GPU-hours and fastest layouts as plans (none for a
+    plan the solver does not take: not transformer training, an inline architecture)."""
+    job = _job(ctx, limit, max_gpus)
+    if job is None:
+        return []
+    try:
+        _, front = solve(job)
+    except VramplanError:
+        return []
+    front = [o for o in front if o.layout.expert == 1]      # the scenario has no expert key
+    if not front:
+        return []
+    picks = [front[0], min(front, key=lambda o: o.gpu_hours), front[-1]]
+    added = tuple(o for o in job.options if o not in ctx.sc.options)
+    out, seen = [], set()
+    for opt in picks:
+        if id(opt) in seen or opt.estimate is None:
+            continue
+        seen.add(id(opt))
+        extra = added + (("sequence parallel", "vocab-parallel loss")
+                         if opt.layout.tensor > 1 else ())
+        out.append(plan_cls([{"id": CHANGE_ID, "title": title(opt, extra)}],
+                            opt.estimate.scenario, opt.estimate, cost(opt)))
+    return out

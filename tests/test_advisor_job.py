@@ -1,0 +1,89 @@
+"""The advisor keeps the job (issue 20.4): plans change only the layout, checkpointing,
+micro-batch / accumulation, offload, allocator, kernels and the GPU count; LoRA, pure 16-bit,
+8-bit or factored optimizers and shorter contexts are listed apart with their accuracy risk
+and enter plans only when allowed; a card's GPU count is its layout's."""
+import re
+
+import pytest
+
+from vramplan.advisor import advise
+from vramplan.estimate import estimate
+
+H100 = "nvidia-h100-sxm5-80gb"
+PRETRAIN = {"model": "meta-llama/Llama-3.1-70B", "task": "train", "batch_size": 1,
+            "seq_len": 8192, "precision": "bf16-mixed", "gpu": H100}
+FT_4090 = {"model": "meta-llama/Llama-3.1-8B", "task": "train", "batch_size": 4,
+           "seq_len": 4096, "precision": "bf16-mixed", "gpu": "nvidia-rtx-4090"}
+JOB = {"lora", "qlora", "pure-16bit", "adamw-8bit", "paged-adamw-8bit", "adafactor", "lion",
+       "max-model-len"}
+
+
+@pytest.fixture(scope="module")
+def pretrain():
+    return advise(PRETRAIN, gpu_table_too=False)
+
+
+def _global_batch(sc) -> int:
+    return sc.batch_size * sc.gradient_accumulation * sc.parallel.data
+
+
+def test_70b_pretraining_plans_keep_the_task_and_fit(pretrain):
+    # 70.55e9 params x 16 B of model states = 1.13 TB: no plan on one H100 keeps the job
+    assert not pretrain.fits and pretrain.plans
+    for p in pretrain.plans:
+        sc = p.scenario
+        assert (sc.task, sc.precision, sc.optimizer) == ("train", "bf16-mixed", "adamw")
+        assert sc.seq_len == 8192 and _global_batch(sc) == 1          # the same job
+        assert not p.cost.changes_job
+        assert not {c["id"] for c in p.changes} & JOB
+        e = estimate(sc, H100, with_max_batch=False)                   # re-estimated
+        assert e.device_used_bytes == p.estimate.device_used_bytes <= pretrain.limit_bytes
+    small = [p for p in pretrain.plans if p.gpus <= 32 and not p.scenario.offload]
+    assert small, [(p.gpus, p.changes) for p in pretrain.plans]
+
+
+def test_job_changes_are_listed_apart_with_their_risk(pretrain):
+    ids = {r.id for r in pretrain.job_changes}
+    assert {"lora", "adamw-8bit", "pure-16bit"} <= ids
+    assert not ids & {r.id for r in pretrain.recommendations}
+    assert all(r.cost.changes_job and r.cost.accuracy_risk in ("low", "medium", "high")
+               for r in pretrain.job_changes)
+    d = pretrain.to_dict(full=False)
+    assert d["allow_job_changes"] is False and len(d["job_changes"]) == len(ids)
+
+
+def test_job_changes_enter_plans_only_when_allowed():
+    kept = advise(FT_4090, gpu_table_too=False)
+    assert all(not ({c["id"] for c in p.changes} & JOB) for p in kept.plans)
+    allowed = advise(FT_4090, gpu_table_too=False, allow_job_changes=True)
+    assert any({c["id"] for c in p.changes} & JOB for p in allowed.plans)
+
+
+@pytest.mark.parametrize("plan", [PRETRAIN, FT_4090, {**FT_4090, "task": "lora"}])
+def test_card_gpu_count_is_the_layouts(plan):
+    # the issue's card said "256 x H100" over a bullet "128 x GPU, tensor 8 x ZeRO-3 16"
+    for p in advise(plan, gpu_table_too=False).plans:
+        for c in p.changes:
+            m = re.match(r"(\d+) x GPU", c["title"])
+            if m:
+                assert int(m.group(1)) == p.gpus, (c["title"], p.gpus)
+
+
+def test_plans_rank_by_gpu_seconds(pretrain):
+    keys = [p.key() for p in pretrain.plans]
+    assert keys == sorted(keys)
+    for p in pretrain.plans:
+        c = p.cost
+        assert c.gpu_seconds == pytest.approx(p.gpus * c.total_step_s)
+
+
+def test_cli_allow_job_changes(tmp_path, capsys):
+    import json
+    from vramplan.cli import main
+    f = tmp_path / "plan.json"
+    f.write_text(json.dumps(PRETRAIN))
+    assert main(["advise", "--scenario", str(f), "--no-gpu-table"]) == 0
+    out = capsys.readouterr().out
+    assert "if you can change the job" in out and "--allow-job-changes" in out
+    assert main(["advise", "--help"]) == 0
+    assert "--allow-job-changes" in capsys.readouterr().out
