@@ -98,14 +98,17 @@ def _figures(sc, dev, spec):
 
 
 def _ranks(fp: Footprint, sc, dev) -> list[dict]:
-    """Each distinct rank's figures (a footprint with `ranks`: pipeline stages)."""
+    """Each distinct rank's figures (a footprint with `ranks`: pipeline stages), in stage
+    order; `fits` compares the rank's device used with the one memory limit."""
     out = []
     for name, r in fp.ranks.items():
         reserved = overhead.reserved_bytes(r, sc)
         used = overhead.device_used_bytes(r, sc, traits_of(dev), reserved)
         out.append({"rank": name, "peak_phase": r.peak_phase, "components": dict(r.components),
                     "peak_allocated_bytes": r.peak_allocated_bytes,
-                    "device_used_bytes": int(used["total"])})
+                    "peak_reserved_bytes": int(reserved),
+                    "device_used_bytes": int(used["total"]),
+                    "fits": _fits(int(used["total"]), dev)})
     return out
 
 

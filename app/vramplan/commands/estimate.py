@@ -15,6 +15,7 @@ from ..errors import VramplanError
 from ..scenario import MODELLESS_TASKS, OFFLOAD, OPTIONS
 from ..scenario.keys import cli_flags, scenario_from_flags
 from ..workloads.diffusion.family import LORA_TARGETS
+from ..report.ranks import text_lines as rank_text_lines
 from ._output import dump_json, emit, table
 
 GiB = 2**30
@@ -282,6 +283,7 @@ def render_table(e: dict) -> str:
               f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: "
               f"{_max_batch(e['max_batch_size'], long=True)}"]
     lines += _serving_lines(e.get("serving"))
+    lines += rank_text_lines(e)   # per pipeline stage; the rank that decides
     bw = e.get("bandwidth", {})
     if bw:
         lines.append("")

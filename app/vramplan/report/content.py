@@ -10,6 +10,7 @@ from typing import Any, Mapping
 from ..charts.breakdown import component_label
 from ..charts.waterfall import cost_text
 from ..vocab import phase_label
+from .ranks import decided_by
 from .text import count, gbs, seconds, size, tr
 from .words import growth_items
 
@@ -203,6 +204,9 @@ def assemble(est: Mapping[str, Any], device: Mapping[str, Any], *, advice: Any =
     adv = _advice_dict(advice)
     sc = dict(est.get("scenario") or {})
     fits, text = verdict(est, device, lang)
+    by = decided_by(est, lang)   # pipeline stages that differ: the rank that decides
+    if by:
+        text = f"{text} ({by})"
     what = sc.get("model") or tr("model-free plan", lang)
     gpu = (est.get("gpu") or {}).get("name") or device.get("name") or sc.get("gpu") or "GPU"
     title = tr("Memory plan: {model} ({task}) on {gpu}", lang, model=what,

@@ -10,6 +10,7 @@ from string import Template
 from .. import __version__
 from ..charts import theme
 from .content import Report
+from .ranks import rank_table
 from .text import tr
 
 _e = html.escape
@@ -68,6 +69,10 @@ def to_html(r: Report, svgs: list[tuple[str, str]] | None = None) -> str:
                      f"<code>?{_e(r.query)}</code></p>")
     parts += [f"<h2>{_e(tr('Figures', L))}</h2>",
               _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures], {1})]
+    head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)
+    if rows:
+        parts += [f"<h2>{_e(tr('Memory per rank', L))}</h2>",
+                  _table(head, rows, {2, 4, 5, 6})]
     if r.breakdown:
         parts += [f"<h2>{_e(tr('Memory at the peak by component', L))}</h2>",
                   _figure(S, "breakdown"),

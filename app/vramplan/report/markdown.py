@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from .content import Report
+from .ranks import rank_table
 from .text import tr
 
 
@@ -26,6 +27,9 @@ def to_markdown(r: Report) -> str:
         out += [tr("Link to this plan: `?{query}`", L, query=r.query), ""]
     out += [f"## {tr('Figures', L)}", ""]
     out += _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures]) + [""]
+    head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)
+    if rows:
+        out += [f"## {tr('Memory per rank', L)}", ""] + _table(head, rows) + [""]
     if r.breakdown:
         out += [f"## {tr('Memory at the peak by component', L)}", ""]
         out += _table([tr("Component", L), tr("Size", L), tr("Share", L)],

@@ -39,6 +39,7 @@ from .i18n import N_, _, set_lang, speaking
 from .jobs import after_paint, kernel
 from .live_panel import LivePanel
 from .notices import NoticeBar
+from .ranks_view import RanksView
 from .state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
 from .style import style_tag
 from .trace_panel import TracePanel
@@ -164,13 +165,14 @@ class App(W.VBox):
         self.explore = ExplorePanel(st)
         self.chart = self.explore.chart
         self.details = Details(st)
+        self.ranks = RanksView(st)       # per pipeline stage (hidden with one kind of rank)
         self.card = DeviceCard()
         self.export = ExportPanel(st)
         if self.trace is None:
             self.trace, self.live = TracePanel(st), LivePanel(st)
             self._extra_results[:0] = [self.trace, self.live]
         gpu_title = L.html(f"<div class='vp-group-title'>{_('The GPU')}</div>")
-        self.results.children = [self.notices, self.panel, self.advisor, self.explore,
+        self.results.children = [self.notices, self.panel, self.ranks, self.advisor, self.explore,
                                  self.details, gpu_title, self.card, self.export,
                                  *self._extra_results]
         self.later = True
@@ -185,6 +187,7 @@ class App(W.VBox):
         self.advisor.render()
         self.explore.render()
         self.details.render()
+        self.ranks.render()
         self.export.render()
 
     def _start_panels(self) -> None:

@@ -1,0 +1,77 @@
+"""The per-rank view: each distinct pipeline stage of the plan (the estimate's `ranks` section,
+report/ranks.py) as a small table, with a bar per rank for its device memory against the memory
+limit (the line), and the rank that decides the verdict. Hidden for plans with one kind of rank.
+"""
+from __future__ import annotations
+
+import html
+from typing import Any, Mapping
+
+import ipywidgets as W
+
+from . import looks as L
+from ..report.ranks import ROLES, deciding_rank, limit_of, rank_rows
+from ..vocab import phase_label
+from .i18n import _
+from .section import section
+from .text import size
+
+_e = html.escape
+BAR_PX = 120          # the bar's width; the limit line sits at limit / scale of it
+FIT, OVER = "#16a34a", "#dc2626"
+
+
+def _bar(used: int, limit: int | None, scale: int, fits: bool) -> str:
+    """A bar of `used` bytes on a `scale`-byte track, the limit as a vertical line."""
+    w = round(BAR_PX * used / scale) if scale else 0
+    line = "" if not limit else (
+        f"<span class='vp-rank-limit' style='position:absolute;left:{round(BAR_PX * limit / scale)}px;"
+        "top:-2px;bottom:-2px;border-left:2px solid #111827'></span>")
+    return (f"<span class='vp-rank-bar' style='position:relative;display:inline-block;"
+            f"width:{BAR_PX}px;height:10px;background:#f1f2f4'>"
+            f"<span style='position:absolute;left:0;top:0;bottom:0;width:{w}px;"
+            f"background:{FIT if fits else OVER}'></span>{line}</span>")
+
+
+def ranks_html(est: Mapping[str, Any] | None) -> str:
+    """The table for an estimate's JSON (`Estimate.to_dict()`); '' without ranks."""
+    rows = rank_rows(est or {})
+    if not rows:
+        return ""
+    limit = limit_of(est)
+    scale = max([r["device_used"] for r in rows] + [limit or 0]) or 1
+    head = "".join(f"<th>{_e(h)}</th>" for h in (
+        _("Rank"), _("Holds"), _("In flight"), _("Peak phase"), _("Allocated"), _("Reserved"),
+        _("Device used"), ""))
+    body = "".join(
+        f"<tr><td>{_e(r['rank'])}</td><td>{_e(_(ROLES[r['role']]))}</td>"
+        f"<td class='vp-num'>{r['in_flight']}</td>"
+        f"<td>{_e(_(phase_label(str(r['peak_phase'] or '-'))))}</td>"
+        f"<td class='vp-num'>{_e(size(r['allocated']))}</td>"
+        f"<td class='vp-num'>{_e(size(r['reserved']))}</td>"
+        f"<td class='vp-num'>{_e(size(r['device_used']))}</td>"
+        f"<td>{_bar(r['device_used'], limit, scale, r['fits'])}</td></tr>" for r in rows)
+    rank = deciding_rank(est)
+    by = (f"<div class='vp-hint'>{_e(_('decided by {rank}, the rank with the most memory').format(rank=rank))}"
+          "</div>") if rank else ""
+    note = _("Each stage holds its blocks; stage 0 also the embedding and the most micro-batches "
+             "in flight, the last stage the head, logits and loss. The bar is device memory used "
+             "against the memory limit (the line).")
+    return (f"<table class='vp-table vp-ranks'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table>{by}<div class='vp-hint'>{_e(note)}</div>")
+
+
+class RanksView(W.VBox):
+    """`RanksView(state)`; `render()` after each estimate shows the state's plan per rank."""
+
+    def __init__(self, state):
+        self.state = state
+        self.body = L.html()
+        super().__init__([section(_("Memory per rank (pipeline stages)"), self.body)])
+        self.layout.display = "none"
+
+    def render(self) -> None:
+        text = ranks_html(self.state.result)
+        if self.body.value != text:
+            self.body.value = text
+        self.layout.display = "" if text else "none"
