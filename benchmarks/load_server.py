@@ -89,7 +89,7 @@ CENSUS_DIR = serving.ARTIFACTS / "memory-census"
 
 def census(proc, n: int, timeout: float = 120) -> dict | None:
     """Ask a server started with --memory-census for its n-th census (SIGUSR1;
-    vramplan/commands/server_memory.py) and read it back, bytes in MiB."""
+    vramplan/server/server_memory.py) and read it back, bytes in MiB."""
     path = CENSUS_DIR / f"census-{n}.json"
     os.kill(proc.pid, signal.SIGUSR1)
     if not serving.wait_until(path.exists, timeout):

@@ -32,6 +32,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("measure", ("vramplan.measure", "vramplan.measure.*")),
     ("report", ("vramplan.report", "vramplan.report.*", "vramplan.charts", "vramplan.charts.*")),
     ("ui", ("vramplan.ui", "vramplan.ui.*")),
+    ("server", ("vramplan.server", "vramplan.server.*")),
     ("commands", ("vramplan.commands", "vramplan.commands.*", "vramplan.cli",
                   "vramplan.__main__")),
 ]
@@ -46,9 +47,9 @@ HEAVY = {
     "vl_convert": ("report", "ui"),
     "ipywidgets": ("ui",),
     "anywidget": ("ui",),
-    "traitlets": ("ui", "commands"),
+    "traitlets": ("ui", "server", "commands"),
     "IPython": ("ui",),
-    "voila": ("ui", "commands"),
+    "voila": ("ui", "server", "commands"),
 }
 # of those, the ones nothing outside the torch-only modules may pull in at import time: the
 # planner and the CLI start without them (the modules that ARE torch code, the tracer's, are

@@ -57,7 +57,8 @@ def test_notebooks_select_the_cdn_free_template():
     """Plain `voila` reads notebooks/voila.json in notebooks/ and the planner's metadata from
     anywhere: both name the template `vramplan app` uses, with `vramplan app`'s own culling
     and timeouts; pyproject.toml installs that template where Voila looks."""
-    from vramplan.commands import app, voila_server
+    from vramplan.commands import app
+    from vramplan.server import voila_server
     conf = json.loads((NOTEBOOKS / "voila.json").read_text())
     vc = conf["VoilaConfiguration"]
     assert vc["template"] == app.TEMPLATE and vc["allow_template_override"] == "NO"
@@ -80,12 +81,12 @@ def test_jupyter_server_extension_keeps_mathjax_off_the_cdn():
     get mathjax_url / mathjax_config None (no cdnjs), unless a user configured them."""
     from types import SimpleNamespace
 
-    from vramplan.commands import voila_server
+    from vramplan.server import voila_server
     conf = json.loads((ROOT / "jupyter-config" / "jupyter_server_config.d" /
                        "vramplan.json").read_text())
-    assert conf["ServerApp"]["jpserver_extensions"] == {"vramplan.commands.voila_server": True}
+    assert conf["ServerApp"]["jpserver_extensions"] == {"vramplan.server.voila_server": True}
     assert voila_server._jupyter_server_extension_points() == [
-        {"module": "vramplan.commands.voila_server"}]
+        {"module": "vramplan.server.voila_server"}]
     app = SimpleNamespace(web_app=SimpleNamespace(settings={"mathjax_config": "mine"}))
     voila_server._load_jupyter_server_extension(app)
     assert app.web_app.settings == {"mathjax_url": None, "mathjax_config": "mine"}

@@ -38,18 +38,24 @@ def test_torchtitan_compiled_loss_from_2025_04():
         _est(eager, "torchtitan@2025-06").peak_allocated_bytes
 
 
-def test_hf_qlora_before_bitsandbytes_0_43_2_keeps_every_frozen_input():
-    """Llama-2-7b QLoRA (q_proj, v_proj adapted), 1 x 512 tokens: MatMul4Bit saving A (until
-    PR #1270, 2024-07) keeps the inputs of the frozen o_proj (T x h), gate/up (one shared
-    T x h) and down_proj (T x f), 2 B each, in 32 layers:
-    32 * (2 * 512 * 4096 * 2 + 512 * 11008 * 2) = 629,145,600 bytes."""
+def test_qlora_before_bitsandbytes_0_43_2_keeps_every_4bit_input():
+    """Llama-2-7b QLoRA (q_proj, v_proj adapted), 1 x 512 tokens, MatMul4Bit saving A (until
+    PR #1270, 2024-07). Unsloth computes in bf16 (Linear4bit's x.to(bf16) is x itself): the
+    frozen o_proj (T x h), gate/up (one shared T x h) and down_proj (T x f) inputs, 2 B each,
+    in 32 layers: 32 * (2 * 512 * 4096 * 2 + 512 * 11008 * 2) = 629,145,600 B. transformers'
+    default fp32 compute dtype: each of the seven 4-bit linears saves its own fp32 cast,
+    32 * 4 * 512 * (6 * 4096 + 11008) = 2,332,033,024 B."""
     d = {"model": "meta-llama/Llama-2-7b-hf", "task": "qlora", "batch_size": 1,
          "seq_len": 512, "gpu": A100}
-    old, new = _est(d, "hf@2024-06"), _est(d, "hf@2024-08")
-    assert old.footprint.phases["forward"]["activations"] - \
-        new.footprint.phases["forward"]["activations"] == 629_145_600
+
+    def fwd(stack):
+        return _est(d, stack).footprint.phases["forward"]["activations"]
+    assert fwd("unsloth@2024-06") - fwd("unsloth@2024-08") == 629_145_600
+    assert fwd("hf@2024-06") - fwd("hf@2024-08") == 2_332_033_024
+    old = _est(d, "hf@2024-06")
     assert {m["name"]: m["applied"] for m in old.to_dict()["stack"]["mechanisms"]} == \
-        {"bnb-4bit-no-double-quant": True, "bnb-4bit-keeps-input": True}
+        {"bnb-4bit-no-double-quant": True, "bnb-4bit-fp32-compute": True,
+         "bnb-4bit-keeps-input": True}
 
 
 def test_hf_load_in_4bit_without_double_quant():
@@ -157,3 +163,20 @@ def test_torchtitan_loss_parallel_holds_a_fourth_fp32_buffer():
     assert titan.footprint.phases["backward"]["activations"] - \
         plain.footprint.phases["backward"]["activations"] == 4 * 8192 * 128256 // 8 \
         == 525_336_576
+
+
+def test_hf_qlora_computes_in_fp32_by_default():
+    """transformers' BitsAndBytesConfig leaves bnb_4bit_compute_dtype fp32: a 4-bit linear's
+    backward holds its weight dequantised to fp32 with fp32 input and output. Llama-2-7b,
+    1 x 512 tokens, gate/up/down 4096 x 11008: 4 * 4096 * 11008 + 4 * 512 * (4096 + 11008) =
+    211,288,064 B. A block's backward then holds (2 * 2 * 11008 / 4096 + 2 * 2) * 512 * 4096 =
+    30,932,992 + 211,288,064 = 242,221,056 B, above the loss's 3 x 4 x 512 x 32000 =
+    196,608,000 B, so backward activations grow by 45,613,056 B. Unsloth passes its dtype and
+    double quantisation (llama.py BitsAndBytesConfig): no change there."""
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "qlora", "batch_size": 1,
+         "seq_len": 512, "gpu": A100}
+    hf, plain, us = _est(d, "hf@2024-08"), _est(d, None), _est(d, "unsloth")
+    assert mech.fp32_dequant_bytes(4096, 11008, 512) == 211_288_064
+    assert hf.footprint.phases["backward"]["activations"] - \
+        plain.footprint.phases["backward"]["activations"] == 242_221_056 - 196_608_000
+    assert us.components["weights"] == plain.components["weights"]

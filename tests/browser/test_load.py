@@ -3,7 +3,7 @@
 changes each, log no console or page error, make no request outside the server, and give
 their kernels and memory back when they close (within 10 % of the idle server's).
 Before the start queue, malloc_trim and the page's 30 s anywidget timeouts
-(commands/voila_server.py, the vramplan-lab template): the server kept +34-39 % after 4 pages,
+(server/voila_server.py, the vramplan-lab template): the server kept +34-39 % after 4 pages,
 and anywidget's 2 s model-init timeout logged errors in 1-3 of 4 pages; after them, 4/4 pages,
 no error, +11.2 % (2026-12-01, then an xfail on memory alone). With large blocks mapped apart
 (MALLOC_MMAP_THRESHOLD_, voila_server.SERVER_ALLOCATOR): +4 % after 4 pages."""

@@ -97,13 +97,13 @@ def test_make_app_and_the_command_bind_loopback():
     r = subprocess.run([sys.executable, "-m", "vramplan.cli", "app", "--print-command"],
                        cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert "--Voila.ip=127.0.0.1" in r.stdout and "cull_idle_timeout=" in r.stdout
-    assert "vramplan.commands.voila_server" in r.stdout
+    assert "vramplan.server.voila_server" in r.stdout
 
 
 def test_start_queue_lets_pages_start_in_turn():
     import asyncio
 
-    from vramplan.commands.voila_server import StartQueue, queue_script
+    from vramplan.server.voila_server import StartQueue, queue_script
 
     async def scenario():
         q = StartQueue(2)

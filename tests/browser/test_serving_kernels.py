@@ -1,4 +1,4 @@
-"""Jupyter's culler around `vramplan app`'s kernels (commands/serving_kernels.py), on the real
+"""Jupyter's culler around `vramplan app`'s kernels (server/serving_kernels.py), on the real
 kernel manager class with kernels that are not started (no process, no browser).
 
 The 16-page load run of 2026-12-01 (benchmarks/results/load-2026-12-01-queued16.json) logged
@@ -57,7 +57,7 @@ def test_plain_culler_fails_on_a_starting_kernel(caplog):
 
 
 def test_guarded_culler_skips_starting_and_closing_kernels(caplog):
-    from vramplan.commands.serving_kernels import cullable, guard_culling, trim_after_shutdown
+    from vramplan.server.serving_kernels import cullable, guard_culling, trim_after_shutdown
     km, shut = _manager()
     trim_after_shutdown(km)
     guard_culling(km)
@@ -87,12 +87,12 @@ def test_guarded_culler_skips_starting_and_closing_kernels(caplog):
 
 
 def test_memory_census_is_off_by_default_and_names_what_grew(tmp_path):
-    """The debug census (commands/server_memory.py): nothing without the variable; with it,
+    """The debug census (server/server_memory.py): nothing without the variable; with it,
     the second census names the objects made after the first and the line that made them."""
     import json
     import signal
 
-    from vramplan.commands import server_memory
+    from vramplan.server import server_memory
     assert server_memory.install({}) is None
     before = signal.getsignal(signal.SIGUSR1)
     try:
@@ -116,7 +116,8 @@ def test_the_allocator_settings_are_the_servers_alone(tmp_path):
     """`vramplan app` starts the server with PYTHONMALLOC=malloc and a fixed 64 KiB mmap
     threshold unless the environment sets them; the server takes both out of its own
     environment before it starts kernels, and keeps what the user set."""
-    from vramplan.commands import app, voila_server
+    from vramplan.commands import app
+    from vramplan.server import voila_server
     env = app.voila_env({"HOME": str(tmp_path)})
     assert env["PYTHONMALLOC"] == "malloc" and env["MALLOC_MMAP_THRESHOLD_"] == "65536"
     voila_server.kernels_environ(env)

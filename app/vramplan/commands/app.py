@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import voila_server
+from ..server import voila_server
 
 TEMPLATE = "vramplan-lab"
 DEFAULT_PORT = 8866
@@ -63,7 +63,7 @@ def voila_command(notebook: str | os.PathLike, port: int = DEFAULT_PORT, ip: str
     loopback, the page's shutdown beacon honoured, idle kernels culled, timeouts for a busy
     machine, at most `start_slots` pages starting at once); `preheat` kernels kept started
     and imported ahead of visitors."""
-    cmd = [sys.executable, "-m", "vramplan.commands.voila_server", str(notebook),
+    cmd = [sys.executable, "-m", "vramplan.server.voila_server", str(notebook),
            f"--port={port}", f"--Voila.ip={ip}", "--Voila.port_retries=0",
            f"--template={TEMPLATE}", "--theme=light",
            # `?template=lab` in a link would otherwise bring the lab template's CDN links back

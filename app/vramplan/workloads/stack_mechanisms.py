@@ -19,6 +19,11 @@ The byte formulas, each read in the framework's source:
 - `bnb-4bit-no-double-quant` (transformers BitsAndBytesConfig: bnb_4bit_use_double_quant=False
   by default; bitsandbytes quantize_4bit blocksize 64 with an fp32 absmax per block):
   0.5 + 4 / 64 = 0.5625 B per 4-bit weight (0.5 + 1/64 + 4/(64*256) with double quantisation).
+- `bnb-4bit-fp32-compute` (transformers BitsAndBytesConfig: bnb_4bit_compute_dtype None ->
+  torch.float32; bitsandbytes nn/modules.py Linear4bit.forward casts x to compute_dtype, and
+  MatMul4Bit's backward multiplies by F.dequantize_4bit(B).to(grad_output.dtype)): in a 4-bit
+  linear's backward the weight is dequantised to an fp32 copy, with the fp32 input and output
+  beside it: 4 i o + 4 T (i + o) bytes for the widest block linear (i x o = h x f).
 - `bnb-4bit-keeps-input` (bitsandbytes MatMul4Bit.forward, `ctx.tensors = (A, B)` when the
   input needs a gradient, from commit 13c0a4dc until 0.43.2, PR #1270 / 9e753741): every
   frozen 4-bit linear keeps its input for backward, as an adapted one does.
@@ -51,6 +56,9 @@ EFFECT = {
                            "place (p T V bytes)",
     "bnb-4bit-no-double-quant": "load_in_4bit without bnb_4bit_use_double_quant: an fp32 "
                                 "absmax per 64 weights, 0.5625 B per 4-bit weight",
+    "bnb-4bit-fp32-compute": "load_in_4bit without bnb_4bit_compute_dtype computes in fp32: "
+                             "a 4-bit linear's backward holds its weight dequantised to fp32 "
+                             "with fp32 input and output (the widest block linear)",
     "bnb-4bit-keeps-input": "bitsandbytes MatMul4Bit saves its input for backward: every "
                             "frozen 4-bit linear keeps its input",
     "offloaded-checkpointing": "Unsloth's offloaded gradient checkpointing: each block's input "
@@ -109,6 +117,11 @@ def fused_ce_bytes(p: int, tokens: int, vocab: int) -> int:
     """Unsloth's Fast_CrossEntropyLoss: the logits (their gradient written in place) and an
     fp32 log-sum-exp per row."""
     return p * tokens * vocab + 4 * tokens
+
+
+def fp32_dequant_bytes(d_in: int, d_out: int, tokens: int) -> int:
+    """A 4-bit linear computing in fp32: its dequantised fp32 weight and fp32 input / output."""
+    return 4 * d_in * d_out + 4 * tokens * (d_in + d_out)
 
 
 def nf4_weights(quantizable: int, kept: int) -> int:

@@ -4,6 +4,7 @@ None / the unchanged value when the stack lacks the mechanism, so the default `p
 estimates exactly as before. The formulas and their sources: workloads/stack_mechanisms.py."""
 from __future__ import annotations
 
+from ... import precision as prec_mod
 from .. import stack_mechanisms as mech
 
 
@@ -33,11 +34,29 @@ class StackHooks:
 
     def stack_keep(self, keep: dict, fmt: str) -> dict:
         """Which linear groups keep their input for backward in a LoRA plan: all of them when
-        the base is bitsandbytes 4-bit and MatMul4Bit saves its input."""
+        the base is bitsandbytes 4-bit, MatMul4Bit saves its input and the compute dtype is
+        16-bit (Linear4bit's x.to(compute_dtype) is then x itself, shared by q / k / v)."""
         if self.sc.task == "qlora" and fmt == "nf4" and \
+                not self.stack.has("bnb-4bit-fp32-compute") and \
                 mech.use(self.notes, self.stack, "bnb-4bit-keeps-input"):
             return {g: True for g in keep}
         return keep
+
+    def stack_saved_coeff(self) -> float:
+        """Bytes per token per hidden unit one block saves beyond the layer model: with an fp32
+        compute dtype and MatMul4Bit saving its input, every 4-bit linear saves its own fp32
+        cast of its input (Linear4bit.forward: x = x.to(compute_dtype)): q, k, v, gate, up
+        (column-parallel, whole under TP) and o, down (row-parallel, split over t)."""
+        if self.sc.task != "qlora" or prec_mod.is_quantized(self.prec) and self.prec != "nf4":
+            return 0.0
+        if not (self.stack.has("bnb-4bit-fp32-compute") and
+                mech.use(self.notes, self.stack, "bnb-4bit-keeps-input")):
+            return 0.0
+        a = self.arch
+        f = a.moe_ffn if a.is_moe else a.ffn
+        col = 3 + (2 if a.gated_mlp else 1)
+        row = (a.heads * a.head_dim + f) / a.hidden / self.L.tensor
+        return 4.0 * (col + row)
 
     def stack_offloads_blocks(self) -> bool:
         """Full checkpointing whose block inputs go to the host (Unsloth's offloaded
@@ -51,3 +70,14 @@ class StackHooks:
         if mech.use(self.notes, self.stack, "fsdp2-own-units"):
             return int(self._head / self.L.tensor) if self.last else 0
         return self.embed_g
+
+    def stack_dequant_bytes(self, fmt: str | None) -> int:
+        """A QLoRA block's backward under transformers' default fp32 bnb compute dtype: the
+        widest 4-bit linear's fp32 dequantised weight with its fp32 input and output (0
+        otherwise)."""
+        if self.sc.task != "qlora" or fmt != "nf4" or \
+                not mech.use(self.notes, self.stack, "bnb-4bit-fp32-compute"):
+            return 0
+        a = self.arch
+        f = a.moe_ffn if a.is_moe else a.ffn
+        return mech.fp32_dequant_bytes(a.hidden, f, self.tokens()) // self.L.tensor

@@ -192,6 +192,7 @@ class Training:
         tp = L.tensor
         sp = tp > 1 and "sequence-parallel" in self.opts
         c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)
+        c += self.stack_saved_coeff()   # bitsandbytes fp32 input casts (stack_hooks)
         seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
         scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
         layer_full = c * sbh + scores
@@ -253,7 +254,8 @@ class Training:
         # recomputed (torch.utils.checkpoint unpacks a block's saved tensors when its backward
         # starts), so the recomputed block and its gradients come after the loss buffers are gone
         recomputed = ac.layer_full if ac.ckpt == "full" else 0
-        bwd_block = ac.bwd_tmp + recomputed + (ac.recompute if ac.ckpt == "selective" else 0)
+        bwd_block = ac.bwd_tmp + recomputed + (ac.recompute if ac.ckpt == "selective" else 0) \
+            + self.stack_dequant_bytes(ms.fmt)   # bnb fp32 compute (stack_hooks)
         head_grad, bwd_extra = self._head_grad(ac.Td, ms.tb, ac.logits, bwd_block, lora,
                                                persist or ms.in_bwd or L.zero >= 2)
         bwd_acts = ac.acts - recomputed + bwd_extra

@@ -1,7 +1,7 @@
 """The Voila server `vramplan app` runs: Voila with the settings a page in front of many
 visitors needs, and nothing a visitor could use beyond the planner.
 
-Run as `python -m vramplan.commands.voila_server NOTEBOOK [voila options]` (commands/app.py
+Run as `python -m vramplan.server.voila_server NOTEBOOK [voila options]` (commands/app.py
 builds that command line). What it changes of plain Voila, and why:
 
 - **Host / Origin check when bound to loopback.** Voila forces `allow_remote_access=True`, so a
@@ -186,7 +186,7 @@ def _app_class():
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "vramplan.commands.voila_server"}]
+    return [{"module": "vramplan.server.voila_server"}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
