@@ -292,10 +292,12 @@ def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
 
 
 def total(ts: list[Transfer]) -> tuple[int, float, str | None]:
-    """(bytes, seconds, the links named) of a list of transfers."""
-    names = list(dict.fromkeys(x.link.name for x in ts if x.link and x.nbytes))
+    """(bytes, seconds, the link that takes the most time) of a list of transfers (each
+    transfer names its own link)."""
+    busy = max((x for x in ts if x.link and x.nbytes), key=lambda x: (x.time_s, x.nbytes),
+               default=None)
     return (int(sum(x.nbytes for x in ts)), float(sum(x.time_s for x in ts)),
-            "; ".join(names) or None)
+            busy.link.name if busy else None)
 
 
 def exposed_time(ts: list[Transfer], compute_s: float) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import VramplanError
+from . import comm
 from . import costs as C
 from .cluster import Job, Option, solve
 
@@ -29,25 +30,26 @@ def _job(ctx, limit: int, max_gpus: int) -> Job | None:
                max_gpus, options=opts, task=sc.task, base=sc.to_dict(), limit_bytes=limit)
 
 
-def title(opt: Option, added: tuple = ()) -> str:
+def title(opt: Option) -> str:
     """The change as a card shows it: its GPU count is the layout's own."""
-    extra = f" (+ {', '.join(added)})" if added else ""
-    return f"{opt.layout.text()}{extra}"
+    return opt.layout.text()
 
 
-def cost(opt: Option) -> C.Cost:
-    names = list(dict.fromkeys(t.link.name for t in opt.transfers if t.nbytes))
+def cost(opt: Option, added: tuple = ()) -> C.Cost:
+    _, _, link = comm.total(opt.transfers)
     base = C.of("zero", gpus=opt.gpus)
     return replace(base, step_time_s=opt.compute_s,
                    compute_share=opt.bubble_s / opt.compute_s if opt.compute_s else 0.0,
                    communication_bytes_per_step=int(sum(t.nbytes for t in opt.transfers)),
-                   communication_time_s=opt.comm_s, link="; ".join(names) or None,
+                   communication_time_s=opt.comm_s, link=link,
                    transfers=tuple(t.to_dict() for t in opt.transfers),
                    sources=base.sources + ("cluster solver: advisor/cluster.py (compute at "
                                            "costs.toml [step] efficiency, 1F1B bubble as "
                                            "extra compute, exposed communication)",),
                    notes=(f"keeps the global batch: {opt.layout.data} x {opt.layout.micro} x "
-                          f"{opt.layout.accumulation} sequences per step",))
+                          f"{opt.layout.accumulation} sequences per step",
+                          "compute_share: the 1F1B pipeline bubble (p - 1) / m") +
+                   ((f"with {', '.join(added)}",) if added else ()))
 
 
 def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
@@ -60,7 +62,8 @@ def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
         _, front = solve(job)
     except VramplanError:
         return []
-    front = [o for o in front if o.layout.expert == 1]      # the scenario has no expert key
+    # more GPUs than the plan's (one_gpu searches its own); no EP (no expert key to carry it)
+    front = [o for o in front if o.layout.expert == 1 and o.gpus > ctx.sc.parallel.gpus]
     if not front:
         return []
     picks = [front[0], min(front, key=lambda o: o.gpu_hours), front[-1]]
@@ -72,6 +75,6 @@ def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
         seen.add(id(opt))
         extra = added + (("sequence parallel", "vocab-parallel loss")
                          if opt.layout.tensor > 1 else ())
-        out.append(plan_cls([{"id": CHANGE_ID, "title": title(opt, extra)}],
-                            opt.estimate.scenario, opt.estimate, cost(opt)))
+        out.append(plan_cls([{"id": CHANGE_ID, "title": title(opt)}],
+                            opt.estimate.scenario, opt.estimate, cost(opt, extra)))
     return out
