@@ -87,3 +87,14 @@ def test_cli_allow_job_changes(tmp_path, capsys):
     assert "if you can change the job" in out and "--allow-job-changes" in out
     assert main(["advise", "--help"]) == 0
     assert "--allow-job-changes" in capsys.readouterr().out
+
+
+def test_64_gpu_data_parallel_plan_gets_a_layout_on_its_own_64():
+    # the researcher: 70B pre-training on 64 H100s, data parallel only (global batch
+    # 64 x 8192 tokens) found no plan; ZeRO-3 with recomputation fits on the same 64
+    d = {**PRETRAIN, "parallel": {"gpus": 64, "data": 64}}
+    adv = advise(d, gpu_table_too=False)
+    own = [p for p in adv.plans if p.gpus == 64]
+    assert own and all(_global_batch(p.scenario) == 64 for p in adv.plans)
+    assert own[0].scenario.parallel.zero == 3
+    assert estimate(own[0].scenario, H100).device_used_bytes <= adv.limit_bytes

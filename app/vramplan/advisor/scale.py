@@ -5,7 +5,9 @@ The job kept is the plan's global batch (batch x accumulation x data-parallel de
 sequence length, task, precision and optimizer; the solver chooses data x tensor x pipeline x
 context, the ZeRO stage, checkpointing and the micro-batch / accumulation split, and every
 layout it returns fits every rank under the advisor's limit (cluster.py). Offers the fewest
-GPUs, the fewest GPU-hours and the fastest step of its front.
+GPUs, the fewest GPU-hours and the fastest step of its front (the fastest only within
+FASTEST_HOURS x the fewest GPU-hours: more GPUs are a cost) and, for a multi-GPU plan, the
+layout on its own GPU count.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from . import costs as C
 from .cluster import Job, Option, solve
 
 CHANGE_ID = "cluster-layout"
+FASTEST_HOURS = 2.0     # policy: the fastest layout is offered up to 2x the fewest GPU-hours
 
 
 def _job(ctx, limit: int, max_gpus: int) -> Job | None:
@@ -62,11 +65,16 @@ def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
         _, front = solve(job)
     except VramplanError:
         return []
-    # more GPUs than the plan's (one_gpu searches its own); no EP (no expert key to carry it)
-    front = [o for o in front if o.layout.expert == 1 and o.gpus > ctx.sc.parallel.gpus]
+    # several GPUs (one_gpu searches a single GPU's changes); no EP (no expert key for it)
+    front = [o for o in front if o.layout.expert == 1 and o.gpus > 1]
     if not front:
         return []
-    picks = [front[0], min(front, key=lambda o: o.gpu_hours), front[-1]]
+    cheapest = min(front, key=lambda o: o.gpu_hours)
+    picks = [front[0], cheapest] + [o for o in front[-1:]          # the fastest, unless it
+                                    if o.gpu_hours <= FASTEST_HOURS * cheapest.gpu_hours]
+    n = ctx.sc.parallel.gpus
+    if n > 1:                   # and on the plan's own GPUs (or the next count that fits)
+        picks += [o for o in front if o.gpus >= n][:1]
     added = tuple(o for o in job.options if o not in ctx.sc.options)
     out, seen = [], set()
     for opt in picks:
