@@ -281,3 +281,52 @@ def test_cli_sweep_prints_a_summary_and_writes_every_point_with_o(tmp_path):
         fit = [p["batch_size"] for i, p in enumerate(r.points) if r.fits[i, c]]
         line = next(x for x in lines if x.startswith(g))
         assert f"{len(fit)} of 64" in line and line.split()[-2] == str(max(fit) if fit else "-")
+
+
+# one plan per family and per task whose footprint reads a different set of device traits
+DECLARED_CASES = [
+    ({"model": "gpt2", "task": "train"}, 2),                       # legacy stack or not
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "qlora"}, 2),
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "generate"}, 2),
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "serve"}, None),  # usable memory: many
+    ({"model": "meta-llama/Llama-3.1-8B", "task": "train",
+      "parallel": {"gpus": 8, "tensor": 8}}, 2),
+    ({"model": "resnet50", "task": "train"}, 2),
+    ({"model": "resnet50", "task": "forward"}, 1),
+    ({"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "denoise"}, 1),
+    ({"task": "render"}, None),                                   # bandwidth: frames per s
+    ({"task": "volume"}, 1),                                      # no network: no trait
+    ({"task": "array"}, 1),
+]
+
+
+@pytest.mark.parametrize("d,groups", DECLARED_CASES, ids=lambda x: str(x)[:40])
+def test_declared_device_traits_group_gpus_as_estimate_answers(d, groups):
+    """The sweep groups GPUs by the traits each footprint declares it reads
+    (workloads/dispatch.py DEVICE_TRAITS), not by walking stack frames: every GPU of the
+    database gets the bytes and fit of `estimate` on it, and a training step still takes two
+    footprints (pre-Ampere software stack or not)."""
+    from vramplan.scenario import Scenario
+    from vramplan.sweep.engine import spec_of
+    eng = engine()
+    sc = Scenario.from_dict(d)
+    calls = eng.footprint_calls
+    pt = eng.evaluate(sc)
+    if groups is not None:
+        assert eng.footprint_calls - calls == groups
+    for i, dev in enumerate(eng.devices):
+        if i in pt.errors:
+            continue
+        e = estimate(sc, dev, with_max_batch=False)        # the same plan on this GPU
+        assert (int(pt.used[i]), bool(pt.fits[i])) == (e.device_used_bytes, e.fits), dev.id
+    assert spec_of(sc) is None or spec_of(sc).family
+
+
+def test_the_sweep_walks_no_stack_frames():
+    """Before: sweep/engine.py attributed device reads by sys._getframe and keyed functions by
+    __code__ (renaming runtime.legacy_stack would have changed the grouping silently)."""
+    import inspect
+
+    import vramplan.sweep.engine as eng_mod
+    src = inspect.getsource(eng_mod)
+    assert "_getframe" not in src and "__code__" not in src

@@ -4,17 +4,17 @@
 scenario) -> device_used = reserved + what `overhead.device_used_bytes` adds outside the
 allocator (CUDA context, NCCL, CUDA graphs, paged states). A footprint reads only a few device
 traits (a training step: the compute capability, for the software era; a serving engine: the
-usable memory, which sizes its KV pool). The engine learns which by reading them through a
-`Recorder`, and computes one footprint per distinct answer: every GPU whose traits give the
-same values shares it (the function is deterministic in what it reads). A trait read inside
-one of the runtime's pure functions of (scenario, device) (`FACTS`: the software era, the
-CUDA context, NCCL) counts as that function's answer instead of the raw value: a training step
-asks only "pre-Ampere software stack?" of the compute capability, so the 71 GPUs of the
-database share two footprints, not one per compute capability. A sweep reports numbers, not
-notes: reads inside functions that only word notes (`NOTE_ONLY`, e.g. the plan's warnings
-naming the GPU) split no group. What device_used adds to
-reserved is cached the same way, as one vector over all GPUs per distinct value of the
-scenario and footprint fields it read. The fit is then numpy over the GPUs.
+usable memory, which sizes its KV pool), and each family says which in
+`workloads/dispatch.py` (`DEVICE_TRAITS`, by task). The engine computes one footprint per
+distinct answer of those traits: every GPU whose declared traits give the same values shares
+it (the function is deterministic in what it reads). A declared trait may be one of the
+runtime's pure functions of (scenario, device) (`DERIVED`: the software era, the CUDA context,
+NCCL) instead of the raw value behind it: a training step asks only "pre-Ampere software
+stack?" of the compute capability, so the GPUs of the database share two footprints, not one
+per compute capability. A sweep reports numbers, not notes: traits read only to word notes
+(the plan's warnings naming the GPU) are not declared. What device_used adds to reserved is
+cached as one vector over all GPUs per distinct value of the scenario and footprint fields it
+read (a `Recorder` notes which). The fit is then numpy over the GPUs.
 
 The batch axis is numpy too (`evaluate_batch`): the footprint is called once per GPU group with
 `batch_size` an int64 array of every batch value of the grid, and the workload's own functions
@@ -27,13 +27,13 @@ Nothing here models memory: every figure comes from the estimator's own function
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from .. import overhead, runtime, vec
+from .. import parallel as par
 from ..errors import VramplanError
 from ..hardware import default_db, traits_of
+from ..workloads.dispatch import device_traits
 from ..workloads.dispatch import footprint as workload_footprint
 
 
@@ -95,42 +95,13 @@ def probe(obj, key):
     return freeze(getattr(obj, key))
 
 
-# pure functions of their arguments that read device traits: a trait read while one of them
-# runs is that function's answer (evaluated for every GPU), not the trait's value
-FACTS = {f.__code__: f for f in (runtime.legacy_stack, runtime.cuda_context_bytes,
-                                   runtime.nccl_bytes)}
-# functions whose answer only words notes (the numbers never depend on it): (module, name)
-NOTE_ONLY = {("vramplan.hardware.capabilities", "plan_warnings")}
-_STOP = workload_footprint.__code__
-_PLAIN = (int, float, str, bool, type(None), tuple, list, dict, frozenset)
-
-
-class DeviceRecorder(Recorder):
-    """A Recorder of device traits that attributes a read made inside a `FACTS` function to
-    that call (its function and arguments) instead of the raw value."""
-
-    __slots__ = ("_facts",)
-
-    def __init__(self, obj):
-        super().__init__(obj)
-        object.__setattr__(self, "_facts", {})
-
-    def __getattr__(self, name):
-        f = sys._getframe(1)
-        while f is not None and f.f_code is not _STOP:
-            if (f.f_globals.get("__name__"), f.f_code.co_name) in NOTE_ONLY:
-                return getattr(self._obj, name)
-            fn = FACTS.get(f.f_code)
-            if fn is not None:
-                code = f.f_code
-                args = tuple(f.f_locals[a] for a in code.co_varnames[:code.co_argcount])
-                slot = next((k for k, a in enumerate(args) if a is self), None)
-                if slot is not None:
-                    key = (code, slot) + tuple(id(a) for a in args)
-                    self._facts.setdefault(key, (fn, args, slot))
-                    return getattr(self._obj, name)
-            f = f.f_back
-        return Recorder.__getattr__(self, name)
+# the runtime's answers of (scenario, device) a footprint may declare it reads
+# (workloads/dispatch.py DEVICE_TRAITS) instead of the raw traits behind them
+DERIVED = {
+    "legacy_stack": lambda sc, t: runtime.legacy_stack(sc, t),
+    "cuda_context_bytes": lambda sc, t: runtime.cuda_context_bytes(t, sc),
+    "nccl_bytes": lambda sc, t: runtime.nccl_bytes(par.layout_of(sc.parallel), t),
+}
 
 
 def spec_of(sc):
@@ -175,10 +146,8 @@ class Engine:
         self.index = {d.id: i for i, d in enumerate(devs)}
         self.usable = np.array([t.usable_bytes for t in self.traits], dtype=np.int64)
         self.n = len(devs)
-        self._members: dict = {}
-        self._fact_names: dict = {}
         self._groups: dict = {}
-        self._fact_vecs: dict = {}
+        self._sc_reads: dict = {}        # declared traits -> scenario fields DERIVED read
         self._off_names: set = set()
         self._off_order: tuple = ()
         self._offsets: dict = {}
@@ -188,78 +157,50 @@ class Engine:
         return np.array([self.index[i] for i in ids], dtype=np.int64)
 
     # ---- footprints, shared by every GPU whose traits answer alike ----------------------
-    def _matching(self, reads: dict) -> np.ndarray:
-        key = frozenset(reads.items())
-        idx = self._members.get(key)
-        if idx is None:
-            idx = np.array([i for i, t in enumerate(self.traits)
-                            if all(probe(t, a) == v for a, v in key)], dtype=np.int64)
-            self._members[key] = idx
-        return idx
+    def _groups_key(self, sc, names: tuple) -> tuple:
+        return (names,) + tuple(probe(sc, k) for k in self._sc_reads.get(names, ()))
 
-    def _fact_key(self, fn, args, slot) -> tuple:
-        names = self._fact_names.get(fn.__code__, ())
-        plain = tuple(freeze(a) for k, a in enumerate(args) if k != slot and
-                      isinstance(a, _PLAIN))
-        return (fn.__code__, slot, plain) + tuple(probe(args[k], n) for k, n in names)
-
-    def fact_vector(self, fn, args, slot) -> list:
-        """fn(*args) with each GPU's traits in the device slot: one answer per GPU, cached by
-        the values of what fn read of its other arguments."""
-        key = self._fact_key(fn, args, slot)
-        vec = self._fact_vecs.get(key)
-        if vec is not None:
-            return vec
-        vec, names = [], set(self._fact_names.get(fn.__code__, ()))
-        for t in self.traits:
-            call = [Recorder(a) if k != slot and not isinstance(a, _PLAIN) else a
-                    for k, a in enumerate(args)]
-            call[slot] = t
-            vec.append(freeze(fn(*call)))
-            names |= {(k, n) for k, r in enumerate(call) if isinstance(r, Recorder)
-                      for n in r._reads}
-        if names != set(self._fact_names.get(fn.__code__, ())):
-            self._fact_names[fn.__code__] = tuple(sorted(names, key=repr))
-            self._fact_vecs = {k: v for k, v in self._fact_vecs.items() if k[0] is not
-                               fn.__code__}
-            self._groups.clear()        # keyed by the identity of the vectors dropped
-            key = self._fact_key(fn, args, slot)
-        self._fact_vecs[key] = vec
-        return vec
-
-    def _group(self, rec: DeviceRecorder, i: int) -> np.ndarray:
-        """The GPUs whose raw trait values and fact answers equal GPU i's."""
-        facts = []
-        for fn, args, slot in rec._facts.values():
-            vec = self.fact_vector(fn, args, slot)
-            facts.append((id(vec), vec[i], vec))
-        key = (frozenset(rec._reads.items()), tuple(f[:2] for f in facts))
-        idx = self._groups.get(key)
-        if idx is None:
-            idx = self._matching(rec._reads)
-            for _, mine, vec in facts:
-                idx = idx[[vec[j] == mine for j in idx]]
-            self._groups[key] = idx
-        return idx
+    def groups(self, sc, names: tuple) -> list[np.ndarray]:
+        """The GPUs whose declared traits (`names`: DeviceTraits fields or DERIVED answers for
+        `sc`) are equal, as index arrays in device order, cached by the names and the values
+        of the scenario fields the DERIVED functions read."""
+        key = self._groups_key(sc, names)
+        out = self._groups.get(key)
+        if out is not None:
+            return out
+        rs = Recorder(sc)
+        cols = [[freeze(DERIVED[n](rs, t)) if n in DERIVED else freeze(getattr(t, n))
+                 for t in self.traits] for n in names]
+        by: dict = {}
+        for i, k in enumerate(zip(*cols) if cols else [()] * self.n):
+            by.setdefault(k, []).append(i)
+        out = [np.array(v, dtype=np.int64) for v in by.values()]
+        seen = set(self._sc_reads.get(names, ()))
+        if not set(rs._reads) <= seen:
+            self._sc_reads[names] = tuple(sorted(seen | set(rs._reads), key=repr))
+            key = self._groups_key(sc, names)
+        self._groups[key] = out
+        return out
 
     def footprints(self, sc, spec, mask: np.ndarray | None = None) -> list:
-        """[(footprint or the VramplanError it raised, device indices)] covering `mask`."""
-        todo = np.ones(self.n, dtype=bool) if mask is None else mask.copy()
+        """[(footprint or the VramplanError it raised, device indices)] covering `mask`: one
+        footprint per group of GPUs whose declared traits answer alike."""
+        todo = np.ones(self.n, dtype=bool) if mask is None else mask
+        try:
+            names = device_traits(sc, spec)
+        except VramplanError as exc:          # a task the family does not take: everywhere
+            return [(exc, np.flatnonzero(todo))] if todo.any() else []
         out = []
-        while todo.any():
-            i = int(np.argmax(todo))
-            rec = DeviceRecorder(self.traits[i])
+        for idx in self.groups(sc, names):
+            idx = idx[todo[idx]]
+            if not len(idx):
+                continue
             self.footprint_calls += 1
             try:
-                fp = workload_footprint(sc, spec, rec)
+                fp = workload_footprint(sc, spec, self.traits[int(idx[0])])
             except VramplanError as exc:
                 fp = exc
-            idx = self._group(rec, i)
-            idx = idx[todo[idx]]
-            if not len(idx):            # a trait read as something it is not: alone
-                idx = np.array([i], dtype=np.int64)
             out.append((fp, idx))
-            todo[idx] = False
         return out
 
     # ---- what device_used adds to reserved ----------------------------------------------

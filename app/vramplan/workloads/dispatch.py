@@ -30,10 +30,25 @@ def _volume(scenario, spec, device) -> Footprint:
 
 FOOTPRINTS["volume"] = _volume
 
+# family declaration name -> the device traits its footprint reads, by task ("*": every other
+# task): DeviceTraits fields, or the runtime's answers of (scenario, device) named in
+# sweep/engine.py DERIVED (legacy_stack: only "pre-Ampere software?" of the compute capability).
+# The sweep computes one footprint per distinct answer of these, so a footprint that starts to
+# read another trait says so here (tests/test_sweep.py: the sweep equals `estimate` on every
+# GPU of the database, family by family). Notes (plan_warnings) read more; numbers never do.
+DEVICE_TRAITS = {
+    "transformer": {"serve": ("legacy_stack", "cuda_context_bytes", "nccl_bytes",
+                              "usable_bytes"),            # the KV pool: usable less the rest
+                    "*": ("legacy_stack",)},
+    "vision": {"train": ("legacy_stack",), "*": ()},      # torch 1.x softmax when training
+    "diffusion": {"*": ()},
+    "graphics": {"*": ("bandwidth_gbs", "achievable_bandwidth_fraction")},   # frames per s
+    "array": {"*": ()},
+    "volume": {"*": ()},            # + the network's training traits when it names one
+}
 
-def footprint(scenario, spec, device) -> Footprint:
-    """The footprint of `scenario` (a Scenario) for model `spec` (None for model-free tasks)
-    on `device`; ScenarioError('task', ...) when the family does not take the task."""
+
+def _declaration(scenario, spec):
     model_family = getattr(spec, "family", None)
     decl = registry.declaration_for_task(scenario.task)
     if decl is None and model_family is not None and \
@@ -44,6 +59,25 @@ def footprint(scenario, spec, device) -> Footprint:
         raise ScenarioError("task", f"task '{scenario.task}' is not supported for model family "
                                     f"'{model_family}'" + (f"; valid tasks: {', '.join(ok)}"
                                                            if ok else ""))
+    return decl
+
+
+def device_traits(scenario, spec) -> tuple[str, ...]:
+    """The device traits the footprint of `scenario` / `spec` reads (DEVICE_TRAITS)."""
+    decl = _declaration(scenario, spec)
+    table = DEVICE_TRAITS[decl.name]
+    out = table.get(scenario.task, table["*"])
+    net = registry.family_of(spec.family) if spec is not None else None
+    if decl.name == "volume" and net is not None:   # _volume: the network trained on patches
+        net_table = DEVICE_TRAITS[net.name]
+        out = tuple(dict.fromkeys(out + net_table.get("train", net_table["*"])))
+    return out
+
+
+def footprint(scenario, spec, device) -> Footprint:
+    """The footprint of `scenario` (a Scenario) for model `spec` (None for model-free tasks)
+    on `device`; ScenarioError('task', ...) when the family does not take the task."""
+    decl = _declaration(scenario, spec)
     fp = FOOTPRINTS[decl.name](scenario, spec, device)
     if getattr(scenario, "stack", None):   # a stack named: say which and what it applied
         st = stacks.of(scenario)
