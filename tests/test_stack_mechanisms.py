@@ -180,3 +180,22 @@ def test_hf_qlora_computes_in_fp32_by_default():
     assert hf.footprint.phases["backward"]["activations"] - \
         plain.footprint.phases["backward"]["activations"] == 242_221_056 - 196_608_000
     assert us.components["weights"] == plain.components["weights"]
+
+
+def test_litgpt_fused_qkv_views_and_zero_pad():
+    """litgpt, 1 x 512 tokens, 16-bit. Llama-2-7b (32 key/value heads = query heads): the saved
+    v view keeps qkv's q and k parts (2 x (4096 + 4096) B per token) and a LoRA on q and v
+    zero-pads its T x (4096 + 4096) output with index_copy_, which keeps it (2 x 8192 B per
+    token): 32 x 8 x 512 x 4096 = 536,870,912 B; adapting q, k and v needs no zero pad:
+    268,435,456 B. Llama-3-8B (8 key/value heads, repeat_interleave copies v): only the zero
+    pad, 32 x 2 x 512 x (4096 + 1024) = 167,772,160 B."""
+    d = {"model": "meta-llama/Llama-2-7b-hf", "task": "lora", "batch_size": 1, "seq_len": 512,
+         "gpu": A100}
+
+    def fwd(stack, **kw):
+        return _est({**d, **kw}, stack).footprint.phases["forward"]["activations"]
+    assert fwd("litgpt") - fwd(None) == 536_870_912
+    qkv = {"lora": {"targets": ["q_proj", "k_proj", "v_proj"]}}
+    assert fwd("litgpt", **qkv) - fwd(None, **qkv) == 268_435_456
+    l3 = {"model": "meta-llama/Meta-Llama-3-8B"}
+    assert fwd("litgpt", **l3) - fwd(None, **l3) == 167_772_160

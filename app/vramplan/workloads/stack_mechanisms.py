@@ -35,6 +35,12 @@ The byte formulas, each read in the framework's source:
   backward of the vocabulary-sharded loss holds the saved fp32 log-softmax output x,
   zeros_like(x), exp(x) and their sum, then the product: four fp32 T x V/t buffers at once
   (the eager loss holds three).
+- `litgpt-qkv-views` (litgpt/lora.py LoRAQKVLinear, fde438aa; litgpt/model.py
+  CausalSelfAttention, d28a00d8): v is a view of the fused qkv output, so with as many key /
+  value heads as query heads (no repeat_interleave) SDPA's saved v keeps the q and k parts of
+  qkv alive too, p (q + kv) per token beside the roped q and k; a LoRA on some of q, k, v
+  zero-pads the adapters' output with index_copy_, which keeps its source, p x (the adapted
+  widths) per token.
 - `fsdp2-own-units` (torchtitan >= 2025-07, PR #1094, commit 83e69410, models/llama3/infra/
   parallelize.py apply_fsdp): the embeddings and [norm, output] are FSDP2 units of their own
   and the root unit holds nothing; the embeddings reshard after forward, so the parameters
@@ -65,6 +71,9 @@ EFFECT = {
                                "is copied to the host during forward; the GPU keeps none",
     "loss-parallel-backward": "torch's loss_parallel backward holds a fourth fp32 vocabulary-"
                               "shard buffer ((zeros_like(x) + exp(x)) * grad beside x)",
+    "litgpt-qkv-views": "litgpt's fused qkv: the saved v view keeps the whole qkv output alive "
+                        "(multi-head attention) and a LoRA on part of q, k, v keeps its "
+                        "zero-pad source",
     "fsdp2-own-units": "FSDP2 wraps the embeddings and [norm, output] as units of their own; "
                        "the root unit holds nothing, so only the head stays gathered",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "

@@ -43,10 +43,35 @@ class StackHooks:
         return keep
 
     def stack_saved_coeff(self) -> float:
-        """Bytes per token per hidden unit one block saves beyond the layer model: with an fp32
-        compute dtype and MatMul4Bit saving its input, every 4-bit linear saves its own fp32
-        cast of its input (Linear4bit.forward: x = x.to(compute_dtype)): q, k, v, gate, up
-        (column-parallel, whole under TP) and o, down (row-parallel, split over t)."""
+        """Bytes per token per hidden unit one block saves beyond the layer model (the two
+        stack mechanisms that add saved tensors)."""
+        return self._bnb_fp32_inputs() + self._litgpt_qkv()
+
+    def _litgpt_qkv(self) -> float:
+        """litgpt's fused qkv: the q and k parts kept by the saved v view (as many key / value
+        heads as query heads) and, for a LoRA on part of q / k / v, the zero-pad source."""
+        a = self.arch
+        if not self.stack.has("litgpt-qkv-views"):
+            return 0.0
+        q, kv = a.heads * a.head_dim / a.hidden, a.kv_heads * a.head_dim / a.hidden
+        c = self.p * (q + kv) if a.kv_heads == a.heads else 0.0
+        if self.sc.task in ("lora", "qlora") and self.sc.lora is not None:
+            t = {x.lower() for x in self.sc.lora.targets}
+            fused = bool(t & {"qkv", "c_attn", "query_key_value", "qkv_proj", "all-linear",
+                              "all_linear", "all"})
+            on = [fused or bool(t & names) for names in
+                  ({"q_proj", "q", "query", "wq"}, {"k_proj", "k", "key", "wk"},
+                   {"v_proj", "v", "value", "wv"})]
+            if any(on) and not all(on):
+                c += self.p * sum(w for w, o in zip((q, kv, kv), on) if o)
+        if c and mech.use(self.notes, self.stack, "litgpt-qkv-views"):
+            return c / self.L.tensor
+        return 0.0
+
+    def _bnb_fp32_inputs(self) -> float:
+        """With an fp32 compute dtype and MatMul4Bit saving its input, every 4-bit linear
+        saves its own fp32 cast of its input (Linear4bit.forward: x = x.to(compute_dtype)):
+        q, k, v, gate, up (column-parallel, whole under TP) and o, down (split over t)."""
         if self.sc.task != "qlora" or prec_mod.is_quantized(self.prec) and self.prec != "nf4":
             return 0.0
         if not (self.stack.has("bnb-4bit-fp32-compute") and
