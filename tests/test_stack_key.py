@@ -47,7 +47,7 @@ def test_cli_flag_comes_from_the_table():
 
 def test_nearest_earlier_change_point():
     # torchtitan's compiled loss starts at 2025-04 (PR #1033): 2025-02 takes 2024-04 (loss
-    # parallel only), 2025-06 takes 2025-04, no version takes the newest point; 2024-01 is
+    # parallel only), 2025-06 takes 2025-05, no version takes the newest point; 2024-01 is
     # before every point
     early, mid, newest = (stacks.resolve(v) for v in
                           ("torchtitan@2025-02", "torchtitan@2025-06", "torchtitan"))
@@ -55,8 +55,8 @@ def test_nearest_earlier_change_point():
     before = stacks.resolve("torchtitan@2024-01")
     assert before.point is None and before.mechanisms == {}
     assert "earlier than every change point" in before.resolution_note()
-    assert mid.point == "2025-04" and mid.has("compiled-loss")
-    assert "nearest earlier" in mid.resolution_note() and "2025-04" in mid.resolution_note()
+    assert mid.point == "2025-05" and mid.has("compiled-loss")   # 2025-05: cuDNN attention
+    assert "nearest earlier" in mid.resolution_note() and "2025-05" in mid.resolution_note()
     assert newest.has("compiled-loss") and "#1033" in newest.mechanisms["compiled-loss"]
     # bitsandbytes 0.43.2 (PR #1270, 2024-07) stopped keeping the 4-bit input
     assert stacks.resolve("hf@2024-06").has("bnb-4bit-keeps-input")

@@ -28,7 +28,7 @@ def test_torchtitan_compiled_loss_from_2025_04():
         == 8_405_319_680
     sec = new.to_dict()["stack"]
     mechs = {m["name"]: m for m in sec["mechanisms"]}
-    assert sec["change_point"] == "2025-04" and mechs["compiled-loss"]["applied"]
+    assert sec["change_point"] == "2025-05" and mechs["compiled-loss"]["applied"]
     assert "#1033" in mechs["compiled-loss"]["source"]
     assert not mechs["loss-parallel-backward"]["applied"]      # no tensor parallelism here
     assert "nearest earlier" in new.notes[0]
@@ -199,3 +199,20 @@ def test_litgpt_fused_qkv_views_and_zero_pad():
     assert fwd("litgpt", **qkv) - fwd(None, **qkv) == 268_435_456
     l3 = {"model": "meta-llama/Meta-Llama-3-8B"}
     assert fwd("litgpt", **l3) - fwd(None, **l3) == 167_772_160
+
+
+def test_torchtitan_cudnn_attention_recomputed_on_sm100_2025_05_to_12():
+    """Llama-3 8B FSDP8, selective checkpointing, 1 x 8192 tokens on a B200 (compute
+    capability 10.0): from PR #1196 (2025-05) cuDNN attention runs and, until PR #2095
+    (2025-12) added it to the save list, its output (8192 x 4096 x 2 B) and fp32 log-sum-exp
+    (8192 x 32 x 4 B) are recomputed, not kept, in each of 32 layers:
+    32 * (2 * 8192 * 4096 + 4 * 32 * 8192) = 2,181,038,080 B. Not on an H100 (9.0)."""
+    d = {"model": "meta-llama/Meta-Llama-3-8B", "task": "train", "batch_size": 1,
+         "seq_len": 8192, "precision": "bf16-mixed", "parallel": {"gpus": 8, "zero": 3},
+         "checkpointing": "selective", "gpu": "nvidia-b200-sxm"}
+
+    def fwd(stack, **kw):
+        return _est({**d, **kw}, stack).footprint.phases["forward"]["activations"]
+    assert fwd("torchtitan@2025-04") - fwd("torchtitan@2025-06") == 2_181_038_080
+    assert fwd("torchtitan@2025-12") == fwd("torchtitan@2025-04")
+    assert fwd("torchtitan@2025-06", gpu=H100) == fwd("torchtitan@2025-04", gpu=H100)

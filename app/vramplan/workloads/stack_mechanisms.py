@@ -41,6 +41,10 @@ The byte formulas, each read in the framework's source:
   qkv alive too, p (q + kv) per token beside the roped q and k; a LoRA on some of q, k, v
   zero-pads the adapters' output with index_copy_, which keeps its source, p x (the adapted
   widths) per token.
+- `cudnn-attention-recomputed` (torchtitan 2025-05 to 2025-12: PR #1196, 3b85aa31, runs cuDNN
+  attention on compute capability >= 10.0; PR #2095, b39377f9, adds that op to the op-level
+  SAC save list): with selective checkpointing the attention output (p q per token) and its
+  fp32 log-sum-exp (4 heads / h) are recomputed, not kept.
 - `fsdp2-own-units` (torchtitan >= 2025-07, PR #1094, commit 83e69410, models/llama3/infra/
   parallelize.py apply_fsdp): the embeddings and [norm, output] are FSDP2 units of their own
   and the root unit holds nothing; the embeddings reshard after forward, so the parameters
@@ -74,6 +78,9 @@ EFFECT = {
     "litgpt-qkv-views": "litgpt's fused qkv: the saved v view keeps the whole qkv output alive "
                         "(multi-head attention) and a LoRA on part of q, k, v keeps its "
                         "zero-pad source",
+    "cudnn-attention-recomputed": "cuDNN attention on sm100 is not in torchtitan's selective-"
+                                  "checkpointing save list: its output and log-sum-exp are "
+                                  "recomputed in backward, not kept",
     "fsdp2-own-units": "FSDP2 wraps the embeddings and [norm, output] as units of their own; "
                        "the root unit holds nothing, so only the head stays gathered",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "

@@ -106,3 +106,15 @@ class StackHooks:
         a = self.arch
         f = a.moe_ffn if a.is_moe else a.ffn
         return mech.fp32_dequant_bytes(a.hidden, f, self.tokens()) // self.L.tensor
+
+    def stack_selective_drop(self) -> float:
+        """Bytes per token per hidden unit selective checkpointing does not keep where the
+        stack recomputes the attention kernel (torchtitan's cuDNN attention on compute
+        capability >= 10.0 before PR #2095): its output and fp32 log-sum-exp."""
+        cc = str(getattr(self.dev, "compute_capability", None) or "0")
+        if (self.sc.attention or "sdpa") == "eager" or int(cc.split(".")[0] or 0) < 10:
+            return 0.0
+        if not mech.use(self.notes, self.stack, "cudnn-attention-recomputed"):
+            return 0.0
+        a = self.arch
+        return (self.p * a.heads * a.head_dim + 4 * a.heads) / a.hidden / self.L.tensor

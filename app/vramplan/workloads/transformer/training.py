@@ -151,6 +151,7 @@ class Training:
         elif ckpt == "selective":   # per rank: split by TP / SP as torchtitan's op SAC keeps
             sel = (selective_coeff(a, blk.k) if blk.tp <= 1
                    else sharding.tp_selective(a, blk.k, blk.tp, blk.sp))
+            sel = sel - self.stack_selective_drop()   # attention recomputed (stack_hooks)
             acts = nl_live * sel * sbh_mean
             # a block's backward first recomputes what it did not keep (torch SAC replays the
             # block, taking the saved ops' outputs from its cache): one block's tensors live
