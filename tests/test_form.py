@@ -22,7 +22,7 @@ def test_cnn_has_no_sequence_attention_or_lora():
     f = _by_key({"model": "torchvision/resnet50"})
     assert set(f) == {"model", "task", "batch_size", "resolution", "precision", "optimizer",
                       "gradient_accumulation", "checkpointing", "offload", "options",
-                      "stack", "gpu"} | PARALLEL
+                      "stack", "gpu", "safety_margin"} | PARALLEL
     assert f["task"].choices == ("train", "forward", "load") and f["task"].default == "train"
     assert f["resolution"].default == [224, 224] and f["resolution"].kind == "resolution"
     assert f["offload"].choices == ("optimizer", "gradients")

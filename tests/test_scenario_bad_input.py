@@ -69,6 +69,9 @@ BAD = {
                          "serving.gpu_memory_utilization")]),
     "stack": (TRAIN, [("type", 80, "stack"), ("value", "pytorchh", "stack"),
                       ("range", "hf@0.4", "stack")]),
+    "safety_margin": (TRAIN, [("type", True, "safety_margin"),
+                              ("value", "lots", "safety_margin"),
+                              ("range", "60%", "safety_margin")]),
     "gpu": (TRAIN, [("type", 80, "gpu"), ("value", "nvidia-a100-sxm4-80gbx", "gpu"),
                     ("range", "", "gpu")]),
 }

@@ -8,6 +8,7 @@ from . import overhead, timing
 from .hardware import traits_of
 from .result import MemoryReport
 from .errors import ScenarioError
+from .scenario import rules
 from .workloads.base import Footprint
 from .workloads.dispatch import footprint as workload_footprint
 
@@ -22,6 +23,9 @@ class Estimate(MemoryReport):
     notes: list = field(default_factory=list)
     max_context: int | None = None
     """generate / serve: the longest context that fits (`longest_context`); None otherwise"""
+    limit: dict = field(default_factory=dict)
+    """the one memory limit (`memory_limit`): usable_bytes, safety_margin, safety_margin_bytes,
+    limit_bytes; fits, headroom_bytes and max_batch_size compare device_used with limit_bytes"""
     ranks: list = field(default_factory=list)
     """each distinct rank (pipeline stages): {"rank", "peak_phase", "components",
     "peak_allocated_bytes", "device_used_bytes"}; per_gpu is the worst"""
@@ -38,6 +42,8 @@ class Estimate(MemoryReport):
             self.sections["max_context"] = int(self.max_context)
         if self.footprint.stack:   # the stack named and its mechanisms (workloads/dispatch)
             self.sections["stack"] = dict(self.footprint.stack)
+        if self.limit:
+            self.sections["memory_limit"] = dict(self.limit)
         if self.footprint.serving:  # the engine's start-up check (workloads/transformer/engine)
             self.sections["serving"] = dict(self.footprint.serving)
         return super().to_dict()
@@ -112,8 +118,26 @@ def _ranks(fp: Footprint, sc, dev) -> list[dict]:
     return out
 
 
-def _fits(used: int, dev) -> bool:
-    return used <= dev.usable_bytes
+def memory_limit(sc, dev) -> int:
+    """The one memory limit: the GPU's usable memory less the scenario's `safety_margin`
+    (default 0: scenario.rules.DEFAULT_SAFETY_MARGIN); the verdict, max batch and the
+    advisor's plans and room to grow compare device used with it."""
+    return int(rules.memory_limit(getattr(sc, "safety_margin", None), dev.usable_bytes))
+
+
+def limit_section(sc, dev) -> dict:
+    """The estimate's `memory_limit` section: the limit and how it is made."""
+    margin = getattr(sc, "safety_margin", None)
+    return {"usable_bytes": int(dev.usable_bytes),
+            "safety_margin": rules.DEFAULT_SAFETY_MARGIN if margin is None else margin,
+            "safety_margin_default": margin is None,
+            "safety_margin_bytes": int(rules.margin_bytes(margin, dev.usable_bytes)),
+            "limit_bytes": memory_limit(sc, dev)}
+
+
+def _fits(used: int, dev, sc=None) -> bool:
+    """device used within the limit (`memory_limit` with the scenario's margin)."""
+    return used <= (memory_limit(sc, dev) if sc is not None else dev.usable_bytes)
 
 
 def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
@@ -123,7 +147,7 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
     spec = _spec(sc)
     fp, comps, alloc, reserved, used = _figures(sc, dev, spec)
     # a serving engine that would refuse to start does not fit, whatever its memory
-    fits = _fits(used, dev) and fp.serving.get("engine_starts", True)
+    fits = _fits(used, dev, sc) and fp.serving.get("engine_starts", True)
     if fp.batch_capacity is not None:
         mb = fp.batch_capacity if fits else 0
     else:
@@ -138,8 +162,9 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
     return Estimate(scenario=sc, gpu=dev, footprint=fp, components=comps,
                     peak_allocated_bytes=alloc, peak_reserved_bytes=reserved,
                     device_used_bytes=used, fits=fits,
-                    headroom_bytes=int(dev.usable_bytes - used), max_batch_size=mb,
-                    bandwidth=bw, notes=notes, source="estimate", ranks=_ranks(fp, sc, dev),
+                    headroom_bytes=int(memory_limit(sc, dev) - used), max_batch_size=mb,
+                    bandwidth=bw, notes=notes, source="estimate", limit=limit_section(sc, dev),
+                    ranks=_ranks(fp, sc, dev),
                     max_context=ctx_max)
 
 
@@ -164,9 +189,9 @@ def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
 
     def fits(b: int) -> bool:
         u = used_at(b)
-        return u is not None and _fits(u, dev)
+        return u is not None and _fits(u, dev, sc)
 
-    return largest_fitting(fits, used_at, dev.usable_bytes, MAX_BATCH_CAP)
+    return largest_fitting(fits, used_at, memory_limit(sc, dev), MAX_BATCH_CAP)
 
 
 MAX_CONTEXT_CAP = 1 << 24
@@ -196,9 +221,9 @@ def longest_context(sc, dev, spec, fp) -> tuple[int | None, list[str]]:
 
     def fits(s: int) -> bool:
         u = used_at(s)
-        return u is not None and _fits(u, dev)
+        return u is not None and _fits(u, dev, sc)   # the one limit (safety margin)
 
-    n = largest_fitting(fits, used_at, dev.usable_bytes, MAX_CONTEXT_CAP)
+    n = largest_fitting(fits, used_at, memory_limit(sc, dev), MAX_CONTEXT_CAP)
     return n, [f"max_context: the longest prompt that fits at batch_size {sc.batch_size} with "
                f"{sc.new_tokens or 0} new tokens is {n:,} tokens (seq_len searched; the model's "
                "positions cap it)"]

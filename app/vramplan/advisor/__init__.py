@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ..errors import VramplanError
 from ..estimate import estimate
+from ..scenario.rules import DEFAULT_SAFETY_MARGIN, memory_limit
 from .costs import Cost
 from .explore import growth, gpu_table
 from .levers import LEVERS, Ctx, Lever
@@ -60,9 +61,10 @@ def parse_headroom(value) -> tuple[float, int]:
 
 
 def limit_for(usable, headroom) -> int:
+    """The memory limit for (share, bytes) kept free: the estimate's own rule
+    (scenario.rules.memory_limit), so both round alike."""
     frac, nbytes = headroom
-    return usable - (usable * frac if frac else nbytes) if not hasattr(usable, "astype") \
-        else (usable - (usable * frac if frac else nbytes)).astype("int64")
+    return memory_limit(float(frac) if frac else int(nbytes), usable)
 
 
 @dataclass
@@ -101,25 +103,37 @@ def _scenario(s):
     return s if isinstance(s, Scenario) else Scenario.from_dict(s)
 
 
+def _with_margin(sc, headroom):
+    """The scenario with `headroom` (when given) as its safety margin, and that margin as
+    (share, bytes): the advisor keeps the estimate's one memory limit (issue 20.6), not a
+    headroom of its own."""
+    if headroom is not None:
+        frac, nbytes = parse_headroom(headroom)
+        sc = sc.replace(safety_margin=frac if frac else nbytes)
+    m = sc.safety_margin if sc.safety_margin is not None else DEFAULT_SAFETY_MARGIN
+    return sc, ((float(m), 0) if isinstance(m, float) else (0.0, int(m)))
+
+
 def recommendations(scenario, gpu=None, *, headroom=None, est=None) -> list[Recommendation]:
     """The ranked single changes for a plan (what `estimate --advise` fills in)."""
     from ..hardware import get_gpu
-    sc = _scenario(scenario)
+    sc, hr = _with_margin(_scenario(scenario), headroom)
     dev = get_gpu(gpu or sc.gpu) if not hasattr(gpu, "usable_bytes") else gpu
-    ctx = context(sc, dev, est, limit_for(dev.usable_bytes, parse_headroom(headroom)))
+    ctx = context(sc, dev, est, limit_for(dev.usable_bytes, hr))
     return recommend(ctx)
 
 
 def advise(scenario, gpu=None, *, headroom=None, gpu_kind: str | None = None,
            max_gpus: int = 512, gpu_table_too: bool = True, grow: bool = True,
            allow_job_changes: bool = False) -> Advice:
-    """Recommendations, plans that fit with the headroom (default 5% of usable memory),
+    """Recommendations, plans that fit with the headroom (default: the scenario's
+    `safety_margin`, the estimate's one memory limit; a `headroom` given becomes that margin),
     every GPU of the database that holds the plan unchanged or with one change, and for a plan
     that fits, how far it can grow. `gpu_kind`: the GPU the plans are for (default the
     scenario's). Changes that change the job (recommend.JOB_CHANGING) are listed apart in
     `job_changes` and enter plans only with `allow_job_changes`."""
     from ..hardware import get_gpu
-    sc = _scenario(scenario)
+    sc, hr = _with_margin(_scenario(scenario), headroom)
     if gpu_kind:
         sc = sc.replace(gpu=get_gpu(gpu_kind).id)
     name = gpu_kind or gpu or sc.gpu
@@ -127,7 +141,6 @@ def advise(scenario, gpu=None, *, headroom=None, gpu_kind: str | None = None,
         raise VramplanError("no GPU given: the scenario has no \"gpu\"; add one or pass "
                             "--gpu-kind ID (see `vramplan gpus`)")
     dev = get_gpu(name) if not hasattr(name, "usable_bytes") else name
-    hr = parse_headroom(headroom)
     limit = int(limit_for(dev.usable_bytes, hr))
     est = estimate(sc, dev, with_max_batch=False)
     ctx = context(sc, dev, est, limit)

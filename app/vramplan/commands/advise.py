@@ -26,9 +26,10 @@ def register(subparsers) -> None:
                     "it can grow.")
     add_scenario_arg(p)
     add_gpu_arg(p, "--gpu-kind", "the GPU the plans are for")
-    p.add_argument("--headroom", metavar="SHARE|SIZE", default="5%",
+    p.add_argument("--headroom", metavar="SHARE|SIZE", default=None,
                    help="memory to leave free: a share of usable memory ('10%%') or a size "
-                        "('2GiB'); default 5%%")
+                        "('2GiB'); sets the scenario's safety_margin, the one limit the "
+                        "estimate's verdict and max batch use too; default the scenario's (0)")
     p.add_argument("--max-gpus", type=int, default=512, metavar="N",
                    help="the most GPUs a plan may use (default 512)")
     p.add_argument("--allow-job-changes", action="store_true",

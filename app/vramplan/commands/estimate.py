@@ -240,6 +240,18 @@ def _max_batch(mb, long: bool = False):
     return mb
 
 
+def _limit_lines(lim: dict | None) -> list[str]:
+    """The one memory limit beside the verdict: usable memory less the safety margin."""
+    if not lim:
+        return []
+    m = lim["safety_margin"]
+    how = (f"{m:.0%} of usable" if isinstance(m, float)
+           else f"{lim['safety_margin_bytes'] / GiB:.2f} GiB")
+    dflt = " (default; set with --safety-margin)" if lim.get("safety_margin_default") else ""
+    return [f"memory limit: {lim['limit_bytes'] / GiB:.2f} GiB = usable "
+            f"{lim['usable_bytes'] / GiB:.2f} GiB - safety margin {how}{dflt}"]
+
+
 def _serving_lines(sv: dict | None) -> list[str]:
     """A serving engine's start-up check (the estimate's `serving` section) under the verdict:
     whether it starts and why not, the longest context its KV pool holds and the concurrent
@@ -282,6 +294,7 @@ def render_table(e: dict) -> str:
               f"fits: {'yes' if e['fits'] else 'no'}   headroom: "
               f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: "
               f"{_max_batch(e['max_batch_size'], long=True)}"]
+    lines += _limit_lines(e.get("memory_limit"))
     lines += _serving_lines(e.get("serving"))
     lines += rank_text_lines(e)   # per pipeline stage; the rank that decides
     bw = e.get("bandwidth", {})

@@ -90,6 +90,12 @@ def figures(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> lis
     add("Peak allocated by tensors", size(pg.get("peak_allocated_bytes"), lang))
     add("Peak reserved by the caching allocator", size(pg.get("peak_reserved_bytes"), lang))
     add("Usable memory of the GPU", size(usable, lang) if usable else None)
+    lim = est.get("memory_limit")   # the one limit: usable less the safety margin
+    if lim:
+        m = lim["safety_margin"]
+        kept = f"{m:.0%}" if isinstance(m, float) else size(lim["safety_margin_bytes"], lang)
+        add("Memory limit (usable minus safety margin)",
+            f"{size(lim['limit_bytes'], lang)} ({kept})")
     if est.get("headroom_bytes") is not None:
         add("Headroom (usable minus peak)", size(est["headroom_bytes"], lang))
     mb = est.get("max_batch_size")

@@ -271,6 +271,8 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
             raise err
         f["serving"] = serving
     f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
+    f["safety_margin"] = (BY_NAME["safety_margin"].read(d["safety_margin"])
+                          if d.get("safety_margin") is not None else None)
     f["gpu"] = gpu
 
     extra = {k.name: k.read(d[k.name]) for k in EXTRA if d.get(k.name) is not None}

@@ -20,7 +20,7 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, TRAINING_TASKS,
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
-from .rules import OFFLOAD, OPTIONS
+from .rules import OFFLOAD, OPTIONS, read_safety_margin
 from .schema import KINDS, NO_MODEL, Key
 
 LIMIT = 1 << 30              # sanity bound for counts (tokens, batch)
@@ -112,6 +112,14 @@ CONTRACT = (
        "omitted from the normalised scenario)"),
     _k("gpu", "choice", "GPU", "hardware-database id", default_doc="none (an estimate needs "
        "one)"),
+    # the project's additions, after the contract's keys
+    _k("safety_margin", "size", "Safety margin", "memory kept free: the limit that fits, max "
+       "batch and the advisor compare device used with is usable memory less this; a share "
+       "of usable memory (0.05 or '5%', below 50%) or a size ('2 GiB')",
+       parse=read_safety_margin, flag="--safety-margin",
+       default_doc="0: device used already counts the CUDA context, allocator slack and "
+       "non-torch memory, and usable memory leaves out the driver's and ECC's share "
+       "(scenario.rules.DEFAULT_SAFETY_MARGIN); omitted from the normalised scenario"),
 )
 
 NESTED = (

@@ -53,6 +53,7 @@ class Scenario:
     serving: ServingConfig | None = None
     stack: str | None = None
     gpu: str | None = None
+    safety_margin: float | int | None = None
     extra: dict = field(default_factory=dict)
 
     def __hash__(self) -> int:

@@ -318,3 +318,56 @@ def model_defaults(model_or_spec, task: str | None = None) -> dict:
     them, for `task` (default: the model's default task). {} for transformers."""
     spec = spec_of(model_or_spec)
     return model_given(task if task is not None else default_task(spec), spec)
+
+
+# ---- the memory limit: usable memory less a stated safety margin ------------------------------
+
+DEFAULT_SAFETY_MARGIN = 0
+"""The margin a plan keeps when it states none: 0. The estimate's device_used already counts
+the CUDA context, the caching allocator's slack and the non-torch memory (NCCL, CUDA graphs),
+and a device's usable memory already leaves out what the driver and ECC hold
+(hwdb/devices/*.toml `usable_memory`), so the verdict compares device_used with usable memory
+itself, as it always has (docs/accuracy.md gives how far estimates land from measurements:
+the margin to state for that risk). One default for the verdict, max batch and the advisor
+(which kept a silent 5% until issue 20.6)."""
+
+
+def read_safety_margin(v):
+    """`safety_margin`: a share of usable memory (0.05 or '5%', below 0.5) or a size (bytes as
+    an int, or '2 GiB'); normalised to a float share or an int of bytes."""
+    import re
+
+    from ..errors import ScenarioError
+    from ..readers import read_size
+    key = "safety_margin"
+    if isinstance(v, bool):
+        raise ScenarioError(key, f"must be a share (0.05 or '5%') or a size ('2 GiB'), got {v!r}")
+    text = v.strip() if isinstance(v, str) else None
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*%", text) if text else None
+    share = None
+    if m:
+        share = float(m.group(1)) / 100
+    elif isinstance(v, float) and v < 1 or (text and re.fullmatch(r"0*\.[0-9]+|0", text)):
+        share = float(v)
+    if share is not None:
+        if not 0 <= share < 0.5:
+            raise ScenarioError(key, f"a share must be at least 0 and below 0.5 (50%), got {v!r}")
+        return share
+    return read_size(key, v)
+
+
+def margin_bytes(margin, usable):
+    """Bytes the margin keeps free of `usable` (an int, or a numpy array over GPUs)."""
+    if margin is None:
+        margin = DEFAULT_SAFETY_MARGIN
+    if isinstance(margin, float):
+        m = usable * margin
+        return m.astype("int64") if hasattr(m, "astype") else int(m)
+    return margin + 0 * usable
+
+
+def memory_limit(margin, usable):
+    """The one memory limit: usable memory less the safety margin (what `fits`, max batch and
+    the advisor's plans and room to grow compare device_used with)."""
+    return usable - margin_bytes(margin, usable)
+

@@ -128,7 +128,7 @@ def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
         vector += p[8]["vector"]
         for why, k in p[8]["fallback"].items():
             fallbacks[why] = fallbacks.get(why, 0) + k
-    arrays = (alloc, res, used, fits, eng.usable[cols], mb)
+    arrays = (alloc, res, used, fits, eng.limit(base)[cols], mb)   # headroom: to the limit
     out = SweepResult({**axes, **({"batch_size": batch} if batch else {})}, points,
                       [eng.devices[i].id for i in cols], arrays, errors,
                       time.perf_counter() - t0, calls)

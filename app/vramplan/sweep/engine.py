@@ -32,6 +32,7 @@ import numpy as np
 from .. import overhead, runtime, vec
 from .. import parallel as par
 from ..errors import VramplanError
+from ..scenario import rules
 from ..hardware import default_db, traits_of
 from ..workloads.dispatch import device_traits
 from ..workloads.dispatch import footprint as workload_footprint
@@ -117,7 +118,8 @@ def spec_of(sc):
 class Point:
     """One scenario on every GPU of an engine: arrays indexed like `Engine.devices`."""
 
-    __slots__ = ("allocated", "reserved", "used", "fits", "capacity", "errors", "footprints")
+    __slots__ = ("allocated", "reserved", "used", "fits", "capacity", "starts", "errors",
+                 "footprints")
 
     def __init__(self, n: int):
         self.allocated = np.zeros(n, dtype=np.int64)
@@ -125,6 +127,7 @@ class Point:
         self.used = np.zeros(n, dtype=np.int64)
         self.fits = np.zeros(n, dtype=bool)
         self.capacity = np.full(n, -1, dtype=np.int64)   # batch_capacity, -1 where none
+        self.starts = np.ones(n, dtype=bool)              # a serving engine starts (estimate)
         self.errors: dict[int, str] = {}                  # device index -> error message
         self.footprints: list = []                        # (footprint, device indices)
 
@@ -248,12 +251,20 @@ class Engine:
             pt.used[idx] = reserved + self.offsets(fp, sc)[idx]
             if fp.batch_capacity is not None:
                 pt.capacity[idx] = fp.batch_capacity
-        pt.fits = pt.used <= self.usable
+            if not fp.serving.get("engine_starts", True):   # as estimate(): vLLM's check
+                pt.starts[idx] = False
+        pt.fits = (pt.used <= self.limit(sc)) & pt.starts
         if pt.errors:
             pt.fits &= pt.ok
         if mask is not None:
             pt.fits &= mask
         return pt
+
+    def limit(self, sc) -> np.ndarray:
+        """The one memory limit per GPU (estimate.memory_limit): usable memory less the
+        scenario's safety margin."""
+        return np.asarray(rules.memory_limit(getattr(sc, "safety_margin", None), self.usable),
+                          dtype=np.int64)
 
     def evaluate_batch(self, sc, spec, mask: np.ndarray, size: int) -> "BatchPoint":
         """`evaluate` of a scenario whose batch_size is an int64 array of `size` values: one
@@ -285,7 +296,7 @@ class Engine:
                 bp.capacity[:, idx] = np.reshape(
                     np.asarray(fp.batch_capacity, dtype=np.int64), (-1, 1))
             bp.footprints.append((fp, idx))
-        bp.fits = (bp.used <= self.usable) & mask
+        bp.fits = (bp.used <= self.limit(sc)) & mask
         return bp
 
 

@@ -287,7 +287,7 @@ def max_batch(scenario, gpus=None, *, mask=None, limit=None, eng: Engine | None 
             out[cmask] = got[cmask]
         return out
     spec = spec_of(sc) if spec is None else spec
-    lim = eng.usable if limit is None else np.asarray(limit, dtype=np.int64)
+    lim = eng.limit(sc) if limit is None else np.asarray(limit, dtype=np.int64)
     base = base_point or eng.evaluate(sc, spec, mask)
     variants = BatchVariants(sc, (1, MAX_BATCH_CAP))
     out = np.full(eng.n, -1, dtype=np.int64)

@@ -70,6 +70,13 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     title = (_("Fits on {gpu}") if fits else _("Does not fit on {gpu}")).format(gpu=_e(name))
     detail = (_("{size} headroom").format(size=gib(head)) if fits else
               _("short by {size}").format(size=gib(-head)))
+    margin = (est.get("memory_limit") or {}).get("safety_margin_bytes") or 0
+    if margin:                       # the one limit: usable less the plan's safety margin
+        detail += " · " + _("{size} safety margin kept").format(size=gib(margin))
+    sv = est.get("serving") or {}
+    if sv and not sv.get("engine_starts", True):   # vLLM's start-up check (estimate.serving)
+        detail = _("the engine does not start: its KV pool holds {n} of {m} tokens").format(
+            n=count(sv["longest_context_tokens"]), m=count(sv["max_model_len"]))
     pct = used / usable if usable else 0
     banner = (
         f"<div class='vp-verdict {'vp-fits' if fits else 'vp-nofit'}'>"
