@@ -134,7 +134,7 @@ def test_breakdown_chart_spec_has_bars_and_the_usable_line():
     assert colors["nccl"] == charts.OTHER_COMPONENT_COLOR
     assert rule["mark"]["type"] == "rule" and rule["encoding"]["x"]["field"] == "usable_gib"
     rows = charts.chart_rows(spec)
-    assert {"usable_gib": 24.0, "text": "RTX 4090: 24.0 GiB usable"} in rows
+    assert {"usable_gib": 24.0, "text": "RTX 4090: 24.00 GiB usable"} in rows   # units.format_gib
     assert bars["encoding"]["x"]["scale"]["domain"][1] >= 24.0
     # a plan that does not fit: the axis runs past the line, which turns red
     big = dict(COMPONENTS, activations=40 * GiB)

@@ -114,7 +114,7 @@ def test_comparison_rows_sort_by_metric_and_label():
     assert [r["id"] for r in rows] == ["mi300x", "h100", "a100-40", "rtx4090"]
     assert [r["value"] for r in rows] == [162.0, 50.0, 10.0, -6.0]
     assert rows[0]["status"] == "fits"                          # fits read from the headroom
-    assert rows[-1]["text"] == "short 6.0 GiB · needs 2 GPUs"
+    assert rows[-1]["text"] == "short 6.00 GiB · needs 2 GPUs"
     assert rows[-1]["label_x"] == 0                             # label right of zero
     assert [r["id"] for r in rows if r["selected"]] == ["h100"]
     mb = charts.comparison_rows(ROWS, metric="max_batch")

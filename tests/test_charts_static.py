@@ -26,7 +26,7 @@ def test_segments_are_to_scale_against_the_usable_line():
     assert abs(x1 - (x0 + w0)) < 0.02                  # stacked, no gap
     xu = float(re.search(r"class='vp-usable' x1='([\d.]+)'", svg).group(1))
     assert abs(xu - (PLOT_LEFT + plot * 80 / 83.2)) < 0.1
-    assert "H100: 80.0 GiB usable" in svg and "16.0" in svg and "24.0" in svg
+    assert "H100: 80.00 GiB usable" in svg and "16.0" in svg and "24.0" in svg
     assert "<title>Weights: 16.00 GiB (40.0%)</title>" in svg
 
 

@@ -252,7 +252,7 @@ def test_trace_timeline_chart_marks_the_estimate_and_the_traced_peak():
                                 gpu_name="Small GPU").to_dict()
     values = [v for layer in spec["layer"] for v in (layer.get("data") or {}).get("values", [])]
     texts = [v.get("text") for v in values if v.get("text")]
-    assert "estimate: 4.00 GiB" in texts and "Small GPU: 8.0 GiB usable" in texts
+    assert "estimate: 4.00 GiB" in texts and "Small GPU: 8.00 GiB usable" in texts
     assert "peak 3.00 GiB (Forward)" in texts
     assert spec["title"]["text"] == "Traced memory over two steps (GiB per GPU)"
     m = monitor_chart([{"t": 0, "used_bytes": GiB}, {"t": 1, "used_bytes": 2 * GiB},

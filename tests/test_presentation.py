@@ -78,3 +78,15 @@ def test_growth_is_one_sentence_for_page_and_report():
     assert page == growth_sentence(growth, Sc().to_dict()) == \
         "Room to grow on this GPU: batch size up to 12, sequence length up to 2,984."
     assert report == ["batch size up to 12", "sequence length up to 2,984"]
+
+
+def test_charts_write_sizes_with_the_one_formatter():
+    """Before: the usable-memory lines said '24.0 GiB usable' (one decimal) where the page and
+    the report said '24.00 GiB'."""
+    from vramplan.charts import theme
+    from vramplan.charts.breakdown_svg import breakdown_svg
+    usable = 24 * GiB
+    assert f"4090: {format_gib(usable)} usable" in breakdown_svg({"weights": GiB}, usable,
+                                                                  gpu_name="4090")
+    assert theme.gib_number(usable) + " GiB" == format_gib(usable) == "24.00 GiB"
+    assert theme.GIB_FORMAT == ",.2f"

@@ -69,7 +69,7 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
     x = alt.X("start_gib:Q", title=gettext("GiB per GPU", lang), scale=alt.Scale(domain=[0, x_max], nice=False),
               axis=alt.Axis(grid=True, tickCount=8, labelFlush=True))
     tooltip = [alt.Tooltip("label:N", title=gettext("Component", lang)),
-               alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
+               alt.Tooltip("gib:Q", title="GiB", format=theme.GIB_FORMAT),
                alt.Tooltip("share:Q", title=gettext("Share of device used", lang), format=".1%")]
     base = alt.Chart(alt.Data(values=rows))
     bars = base.mark_bar(height=34, stroke="white", strokeWidth=1).encode(
@@ -89,7 +89,7 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
     if usable_bytes:
         line = {"usable_gib": round(usable_bytes / GiB, 3),
                 "text": gettext("{gpu}: {size} GiB usable", lang).format(
-                    gpu=gpu_name, size=f"{usable_bytes / GiB:,.1f}")}
+                    gpu=gpu_name, size=theme.gib_number(usable_bytes, lang))}
         color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
         rule_base = alt.Chart(alt.Data(values=[line]))
         layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],

@@ -69,7 +69,7 @@ def breakdown_svg(components: Mapping[str, int], usable_bytes: int | None = None
     for r in rows:
         x0, x1 = x(r["start_gib"]), x(r["end_gib"])
         color = theme.component_color(r["component"])
-        tip = f"{r['label']}: {r['gib']:,.2f} GiB ({r['share']:.1%})"
+        tip = f"{r['label']}: {r['size']} ({r['share']:.1%})"
         parts.append(f"<rect x='{x0:.2f}' y='{BAR_TOP}' width='{max(x1 - x0, 0.5):.2f}' "
                      f"height='{BAR_HEIGHT}' fill='{color}' stroke='white' stroke-width='1'>"
                      f"<title>{_e(tip)}</title></rect>")
@@ -81,7 +81,7 @@ def breakdown_svg(components: Mapping[str, int], usable_bytes: int | None = None
         color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
         xu = x(usable_bytes / GiB)
         text = gettext("{gpu}: {size} GiB usable", lang).format(
-            gpu=gpu_name, size=f"{usable_bytes / GiB:,.1f}")
+            gpu=gpu_name, size=theme.gib_number(usable_bytes, lang))
         left = usable_bytes / GiB < x_max * 0.5
         parts.append(f"<line class='vp-usable' x1='{xu:.1f}' y1='{BAR_TOP - 8}' x2='{xu:.1f}' "
                      f"y2='{BAR_TOP + BAR_HEIGHT + 4}' stroke='{color}' stroke-width='2' "

@@ -25,10 +25,10 @@ def _text(r: Mapping[str, Any], metric: str, lang: str = "en") -> str:
         return f"{r['max_batch_size']:,}" if r["max_batch_size"] else \
             gettext("0 (batch 1 does not fit)", lang)
     if metric == "usable":
-        return f"{r['usable_gib']:,.1f} GiB"
+        return f"{theme.gib_number(r['usable_bytes'], lang)} GiB"
     h = r["headroom_gib"]
-    text = f"+{h:,.1f} GiB" if h >= 0 else \
-        gettext("short {size}", lang).format(size=f"{-h:,.1f} GiB")
+    text = f"+{theme.gib_number(h * theme.GiB, lang)} GiB" if h >= 0 else \
+        gettext("short {size}", lang).format(size=f"{theme.gib_number(-h * theme.GiB, lang)} GiB")
     if r.get("gpus_needed") and r["gpus_needed"] > 1:
         text += " · " + gettext("needs {n} GPUs", lang).format(n=r["gpus_needed"])
     return text
@@ -118,8 +118,8 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
     colors = {"fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR}
     tips = [alt.Tooltip("name:N", title="GPU"), alt.Tooltip("vendor:N", title=t("Vendor")),
             alt.Tooltip("status_label:N", title=t("Plan")),
-            alt.Tooltip("usable_gib:Q", title=t("Usable (GiB)"), format=",.1f"),
-            alt.Tooltip("headroom_gib:Q", title=t("Headroom (GiB)"), format=",.1f"),
+            alt.Tooltip("usable_gib:Q", title=t("Usable (GiB)"), format=theme.GIB_FORMAT),
+            alt.Tooltip("headroom_gib:Q", title=t("Headroom (GiB)"), format=theme.GIB_FORMAT),
             alt.Tooltip("gpus_needed:Q", title=t("GPUs needed")),
             alt.Tooltip("max_batch_size:Q", title=t("Max batch size"), format=","),
             alt.Tooltip("id:N", title="id")]

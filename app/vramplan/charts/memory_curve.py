@@ -46,7 +46,7 @@ def capacity_rows(gpu: Any = None, pinned: Iterable[Any] = (), lang: str = "en")
         rows.append({"name": name, "role": role, "usable_bytes": usable,
                      "usable_gib": theme.gib(usable),
                      "text": gettext("{gpu}: {size} GiB usable", lang).format(
-                         gpu=name, size=f"{usable / theme.GiB:,.1f}"), "color": color})
+                         gpu=name, size=theme.gib_number(usable, lang)), "color": color})
     return rows
 
 
@@ -96,7 +96,7 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
               scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())
     for r in rows:
         r["status_label"] = t(r["status"])
-    tips = [alt.Tooltip("x:Q", title=t(x_title)), alt.Tooltip("gib:Q", title="GiB", format=",.2f"),
+    tips = [alt.Tooltip("x:Q", title=t(x_title)), alt.Tooltip("gib:Q", title="GiB", format=theme.GIB_FORMAT),
             alt.Tooltip("status_label:N", title=t("On the chosen GPU"))]
     base = alt.Chart(alt.Data(values=rows))
     colors = {"fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR,

@@ -71,7 +71,7 @@ def phases_chart(phases: Any, *, peak_phase: str | None = None,
             legend=alt.Legend(labelExpr=_legend_expr(rows))),
         tooltip=[alt.Tooltip("phase_label:N", title=t("Phase")),
                  alt.Tooltip("component_label:N", title=t("Component")),
-                 alt.Tooltip("gib:Q", title="GiB", format=",.2f")])
+                 alt.Tooltip("gib:Q", title="GiB", format=theme.GIB_FORMAT)])
     tops = []
     for p in table:
         total = next((r["total_gib"] for r in rows if r["phase"] == p), 0.0)
@@ -177,7 +177,7 @@ def timeline_chart(events: Iterable[Any], *, usable_bytes: int | None = None,
                        x=x, y=y, text="text:N")]
     if usable_bytes:
         line = [{"gib": theme.gib(usable_bytes),
-                 "text": f"{gpu_name or 'GPU'}: {usable_bytes / theme.GiB:,.1f} GiB usable"}]
+                 "text": f"{gpu_name or 'GPU'}: {theme.gib_number(usable_bytes)} GiB usable"}]
         lb = alt.Chart(alt.Data(values=line))
         layers += [lb.mark_rule(color=theme.LIMIT_COLOR, strokeDash=[5, 3], strokeWidth=2).encode(
             y="gib:Q"),

@@ -18,7 +18,8 @@ import math
 from typing import Any, Iterable, Mapping
 
 from .. import vocab
-from ..units import GiB
+from ..i18n import format_number
+from ..units import SIZE_DIGITS, GiB
 
 OKABE_ITO = {
     "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "bluish_green": "#009E73",
@@ -90,6 +91,16 @@ def component_color(key: str) -> str:
 def finite(v: Any) -> bool:
     """A real, finite number (not None, NaN, inf, bool or text)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+# the number of a size in a chart's text: GiB with the one formatter's decimals (units.py),
+# and the same in Vega tooltips
+GIB_FORMAT = f",.{SIZE_DIGITS}f"
+
+
+def gib_number(n: int | float, lang: str = "en") -> str:
+    """Bytes as the number of GiB a chart writes before ' GiB': 80 * 2**30 -> '80.00'."""
+    return format_number(n / GiB, SIZE_DIGITS, lang)
 
 
 def gib(n: int | float, digits: int = 3) -> float:

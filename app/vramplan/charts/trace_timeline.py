@@ -39,11 +39,11 @@ def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | No
     if theme.finite(estimate_peak_bytes) and estimate_peak_bytes:
         lines.append({"gib": theme.gib(estimate_peak_bytes), "kind": "estimate",
                       "text": t("estimate: {size} GiB").format(
-                          size=f"{estimate_peak_bytes / theme.GiB:,.2f}")})
+                          size=theme.gib_number(estimate_peak_bytes, lang))})
     if theme.finite(usable_bytes) and usable_bytes:
         lines.append({"gib": theme.gib(usable_bytes), "kind": "usable",
                       "text": t("{gpu}: {size} GiB usable").format(
-                          gpu=gpu_name or "GPU", size=f"{usable_bytes / theme.GiB:,.1f}")})
+                          gpu=gpu_name or "GPU", size=theme.gib_number(usable_bytes, lang))})
     top = max([p["gib"] for p in pts] + [x["gib"] for x in lines] + [0.001]) * 1.15
     xscale = alt.Scale(domain=[lo, hi], nice=False)
     x = alt.X("event_index:Q", title=t("Traced event (allocation / free, in order)"),
