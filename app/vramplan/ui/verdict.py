@@ -14,6 +14,7 @@ from . import looks as L
 from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
+from ..vocab import phase_label
 from .text import count, format_params, gib, message_html
 
 _e = html.escape
@@ -95,7 +96,7 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     else:
         mb_txt = count(mb) if mb else _("none")
         mb_sub = _("largest batch that fits") if mb else _("batch 1 does not fit")
-    phase = _e(_(str(est.get("peak_phase") or "–")))
+    phase = _e(_(phase_label(est["peak_phase"])) if est.get("peak_phase") else "–")
     kpis = [
         (_("Peak allocated"), gib(per["peak_allocated_bytes"]), _("live tensors at the peak"), ""),
         (_("Peak reserved"), gib(per["peak_reserved_bytes"]), _("allocator segments"), ""),
