@@ -50,8 +50,13 @@ class AdvisorPanel(W.VBox):
         self._rows: list[W.HBox] = []
         self._subtitle = L.html("<div class='vp-sub-title'>" + _(
             "Single changes, most memory saved per cost first") + "</div>")
-        self.card = section(_("What to change"), self.status, self.plans, self.changes,
-                            cls="vp-advisor")
+        self._job_title = L.html("<div class='vp-sub-title'>" + _(
+            "If you can change the job (accuracy risk given)") + "</div>")
+        self.allow = L.checkbox(value=False, indent=False, description=_(
+            "Plans may change the job (LoRA, 8-bit optimizers, a shorter context)"))
+        self.allow.observe(self._allow, "value")
+        self.card = section(_("What to change"), self.status, self.allow, self.plans,
+                            self.changes, cls="vp-advisor")
         super().__init__([self.card])
         self.enabled = False
         self._asked = None
@@ -76,6 +81,13 @@ class AdvisorPanel(W.VBox):
             return
         self._shown = st.advice
         self._show(st.advice)
+
+    def _allow(self, change) -> None:
+        """The toggle: ask the advisor again, with or without changes to the job."""
+        st = self.state
+        st.allow_job_changes = bool(change["new"])
+        st.advice, self._asked = None, None
+        self.render()
 
     def _done(self, result, advice) -> None:
         if isinstance(advice, Exception):
@@ -162,8 +174,23 @@ class AdvisorPanel(W.VBox):
                                      f"{fits} · {_e(cost_text(r.cost, current_lang()))}</div></div>")
             self._apply_button(row.children[1], r)
             rows.append(row)
+        rows += self._job_rows(adv, len(recs))
         if tuple(rows) != self.changes.children:
             self.changes.children = rows
+
+    def _job_rows(self, adv, start: int) -> list:
+        """The changes that change the job, apart, each with its accuracy risk."""
+        jobs = [r for r in getattr(adv, "job_changes", ()) if r.saves_bytes > 0][:CHANGES]
+        out = [self._job_title] if jobs else []
+        for i, r in enumerate(jobs, start):
+            row = self._row(i)
+            row.children[0].value = (f"<div class='vp-change'><b>{title_html(r.title)}</b>"
+                                     "<div class='vp-hint'>" + _("saves {size}").format(
+                                         size=size(r.saves_bytes)) +
+                                     f" · {_e(cost_text(r.cost, current_lang()))}</div></div>")
+            self._apply_button(row.children[1], r)
+            out.append(row)
+        return out
 
     @property
     def value(self) -> str:

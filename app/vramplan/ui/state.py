@@ -55,6 +55,7 @@ class PlanState:
         self.history: list[Snapshot] = []
         self.query = ""                        # what the address bar should hold
         self.advice = None                     # the advisor's Advice for `result`, when asked
+        self.allow_job_changes = False         # the advisor's plans may change the job
         self.lang = normalise_lang(lang)       # the page's language (a setting, not a key)
         self._listeners: list[Callable] = []
         self.gpu = self._resolve_gpu(gpu)
@@ -263,13 +264,15 @@ class PlanState:
     def snapshot(self) -> dict:
         """What a computation off the loop needs (plain values; the state may move on)."""
         return {"scenario": self.scenario, "result": self.result, "device": self.device,
-                "db": self.db, "batched": self.shown("batch_size")}
+                "db": self.db, "batched": self.shown("batch_size"),
+                "allow_job_changes": self.allow_job_changes}
 
     @staticmethod
     def advise(snap: dict):
         """The advisor's changes and plans for a snapshot's plan (safe in a thread)."""
         from ..advisor import advise
-        return advise(snap["scenario"], snap["device"])
+        return advise(snap["scenario"], snap["device"],
+                      allow_job_changes=bool(snap.get("allow_job_changes")))
 
     def set_advice(self, result: dict, advice) -> None:
         """Keep `advice` if it is for the plan on screen (`result`)."""
