@@ -79,10 +79,10 @@ def _cost(c) -> str:
     if c.compute_share:
         parts.append(f"+{c.compute_share:.0%} compute")
     if c.communication_time_s:
-        parts.append(f"{c.communication_bytes_per_step / 1e9:.1f} GB comm "
-                     f"({c.communication_time_s * 1e3:.0f} ms)")
+        parts.append(f"{c.communication_bytes_per_step / 1e9:.1f} GB comm over {c.link} "
+                     f"({c.communication_time_s * 1e3:.0f} ms not hidden)")
     if c.host_time_s:
-        parts.append(f"{c.host_bytes_per_step / 1e9:.1f} GB host "
+        parts.append(f"{c.host_bytes_per_step / 1e9:.1f} GB over {c.host_link} "
                      f"({c.host_time_s * 1e3:.0f} ms)")
     if c.gpu_seconds is not None and c.gpus > 1:
         parts.append(f"step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s")
