@@ -144,5 +144,6 @@ def test_the_text_names_model_task_and_gpu_first(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == ("meta-llama/Llama-3.1-8B · train on 8 x NVIDIA H100 SXM5 80GB "
                         "(80.00 GiB each)")
-    assert lines[1].startswith("peak phase: ") and "-" not in lines[1]   # 'Optimizer step'
+    assert lines[1].startswith("Fits on NVIDIA H100 SXM5 80GB: ")          # the report's words
+    assert lines[2].startswith("peak phase: ") and "-" not in lines[2]   # vocab's name
     assert any(x.startswith("  Optimizer states ") for x in lines)       # vocab's names

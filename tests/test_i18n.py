@@ -18,6 +18,7 @@ from vramplan.errors import VramplanError
 PKG = Path(__file__).resolve().parents[1] / "app" / "vramplan"
 MARKERS = ("_", "N_", "gettext")
 CHART_MARKERS = ("t",)          # charts/ builders: t = lambda text: gettext(text, lang)
+REPORT_MARKERS = ("tr",)        # report/: tr(text, lang, **values) (report/text.py)
 
 
 # ---------------------------------------------------------------- the catalogue
@@ -70,7 +71,8 @@ def source_literals() -> dict[str, str]:
     {text: 'file:line'}."""
     out = {}
     for p in sorted(PKG.rglob("*.py")):
-        markers = MARKERS + (CHART_MARKERS if p.parent.name == "charts" else ())
+        markers = MARKERS + (CHART_MARKERS if p.parent.name == "charts" else ()) + \
+            (REPORT_MARKERS if p.parent.name == "report" else ())
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call) or not node.args:
                 continue

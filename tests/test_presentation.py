@@ -90,3 +90,30 @@ def test_charts_write_sizes_with_the_one_formatter():
                                                                   gpu_name="4090")
     assert theme.gib_number(usable) + " GiB" == format_gib(usable) == "24.00 GiB"
     assert theme.GIB_FORMAT == ",.2f"
+
+
+def test_the_verdict_is_worded_once_for_page_report_and_cli(capsys):
+    """Before: ui/verdict.py and report/content.py each built 'Fits on {gpu}' and its figures
+    (the page with its own GiB formatting); the CLI printed 'fits: yes' only. Now the page's
+    title and detail, the report's sentence and the CLI's second line are report.words.verdict."""
+    pytest.importorskip("ipywidgets")
+    from vramplan.cli import main
+    from vramplan.estimate import estimate
+    from vramplan.report.words import verdict
+    from vramplan.ui.verdict import verdict_html
+    e = estimate({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"}).to_dict()
+    usable = e["gpu"]["usable_memory_bytes"]
+    v = verdict(e, usable)
+    used = e["per_gpu"]["device_used_bytes"]
+    assert v["sentence"] == (f"Fits on NVIDIA GeForce RTX 4090: {format_size(used)} of "
+                             f"{format_size(usable)} usable, {format_size(usable - used)} "
+                             "to spare")
+    page = verdict_html(e, usable)
+    assert v["title"] in page and v["detail"] in page
+    assert content.verdict(e, {}, "en") == (True, v["sentence"])
+    assert main(["estimate", "--model", "gpt2", "--task", "train", "--gpu",
+                 "nvidia-rtx-4090"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == v["sentence"]
+    zh = verdict(e, usable, "zh")
+    assert (zh["title"], zh["detail"]) == ("NVIDIA GeForce RTX 4090 上装得下",
+                                           f"余量 {format_size(usable - used)}")

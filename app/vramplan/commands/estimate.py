@@ -280,10 +280,13 @@ def _plan_line(e: dict) -> str:
 
 
 def render_table(e: dict) -> str:
+    from ..report.words import verdict
     from ..vocab import component_label, phase_label
     pg = e["per_gpu"]
     phase = phase_label(e["peak_phase"]) if e.get("peak_phase") else "?"
-    lines = [_plan_line(e), f"peak phase: {phase}", "", "components at the peak (per GPU):"]
+    said = verdict(e, e["gpu"].get("usable_memory_bytes"))["sentence"]   # the report's words
+    lines = [_plan_line(e), said, f"peak phase: {phase}", "",
+             "components at the peak (per GPU):"]
     for k, v in pg["components"].items():
         if v:
             lines.append(f"  {component_label(k):24} {v / GiB:9.2f} GiB")

@@ -12,6 +12,7 @@ from ..charts.waterfall import cost_text
 from ..vocab import phase_label
 from .ranks import decided_by
 from .text import count, gbs, seconds, size, tr
+from . import words
 from .words import growth_items
 
 # notes of the estimate that describe its own bookkeeping, not an assumption about the job
@@ -54,21 +55,9 @@ def _usable(est: Mapping[str, Any], device: Mapping[str, Any]) -> int | None:
 
 
 def verdict(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> tuple[bool, str]:
-    pg, gpu = _per_gpu(est), est.get("gpu") or {}
-    name = gpu.get("name") or device.get("name") or gpu.get("id") or "GPU"
-    used, usable = pg.get("device_used_bytes"), _usable(est, device)
-    fits = bool(est.get("fits")) if "fits" in est else (
-        used is not None and usable is not None and used <= usable)
-    if used is None or usable is None:
-        return fits, tr("Fits on {gpu}", lang, gpu=name) if fits else \
-            tr("Does not fit on {gpu}", lang, gpu=name)
-    if fits:
-        return True, tr("Fits on {gpu}: {used} of {usable} usable, {free} to spare", lang,
-                        gpu=name, used=size(used, lang), usable=size(usable, lang),
-                        free=size(usable - used, lang))
-    return False, tr("Does not fit on {gpu}: {used} needed, {usable} usable, {over} over",
-                     lang, gpu=name, used=size(used, lang), usable=size(usable, lang),
-                     over=size(used - usable, lang))
+    """(fits, the verdict's sentence): `words.verdict`, the page's and the CLI's too."""
+    v = words.verdict(est, _usable(est, device), lang, gpu_name=device.get("name"))
+    return v["fits"], v["sentence"]
 
 
 def figures(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> list:

@@ -1,6 +1,10 @@
 """The plan's sentences, built once and said alike by the page, the report and the CLI: plain
 text in one language (`lang`), no markup. Each renderer only lays them out.
 
+- `verdict(est, usable_bytes, lang)`: {fits, title ('Fits on H100'), detail ('48.20 GiB
+  headroom' / 'short by 3.10 GiB'), sentence ('Fits on H100: 31.45 GiB of 79.65 GiB usable,
+  48.20 GiB to spare')}: the page's banner takes title and detail, the report and the CLI the
+  sentence;
 - `growth_items(growth, scenario, lang)`: ['sequence length up to 2,984', ...], the advisor's
   `growth` values past the scenario's own;
 - `growth_sentence(...)`: 'Room to grow on this GPU: sequence length up to 2,984.' ('' if none).
@@ -9,7 +13,36 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .text import count, tr
+from .text import count, size, tr
+
+def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
+            gpu_name: str | None = None) -> dict:
+    """The verdict of an estimate's JSON on a GPU with `usable` bytes (None: unknown);
+    `gpu_name` where the estimate names none."""
+    pg, gpu = est.get("per_gpu") or est, est.get("gpu") or {}
+    name = gpu.get("name") or gpu_name or gpu.get("id") or "GPU"
+    used = pg.get("device_used_bytes")
+    fits = bool(est.get("fits")) if "fits" in est else (
+        used is not None and usable is not None and used <= usable)
+    title = tr("Fits on {gpu}", lang, gpu=name) if fits else \
+        tr("Does not fit on {gpu}", lang, gpu=name)
+    head = est.get("headroom_bytes")
+    if head is None and used is not None and usable is not None:
+        head = usable - used
+    detail = "" if head is None else tr("{size} headroom", lang, size=size(head, lang)) \
+        if fits else tr("short by {size}", lang, size=size(-head, lang))
+    if used is None or usable is None:
+        sentence = title
+    elif fits:
+        sentence = tr("Fits on {gpu}: {used} of {usable} usable, {free} to spare", lang,
+                      gpu=name, used=size(used, lang), usable=size(usable, lang),
+                      free=size(usable - used, lang))
+    else:
+        sentence = tr("Does not fit on {gpu}: {used} needed, {usable} usable, {over} over",
+                      lang, gpu=name, used=size(used, lang), usable=size(usable, lang),
+                      over=size(used - usable, lang))
+    return {"fits": fits, "title": title, "detail": detail, "sentence": sentence}
+
 
 # a growth key as a sentence names it (others: the key with spaces)
 GROWTH_NAMES = {"batch_size": "batch size", "seq_len": "sequence length"}

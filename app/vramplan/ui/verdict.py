@@ -14,6 +14,7 @@ from . import looks as L
 from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
+from ..report.words import verdict as verdict_words
 from ..vocab import phase_label
 from .text import count, format_params, gib, message_html
 
@@ -67,10 +68,8 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     per = est["per_gpu"]
     used, head = per["device_used_bytes"], est["headroom_bytes"]
     usable = usable_bytes if usable_bytes is not None else used + head
-    name, fits = est["gpu"]["name"], est["fits"]
-    title = (_("Fits on {gpu}") if fits else _("Does not fit on {gpu}")).format(gpu=_e(name))
-    detail = (_("{size} headroom").format(size=gib(head)) if fits else
-              _("short by {size}").format(size=gib(-head)))
+    words = verdict_words(est, usable, current_lang())   # the report's and the CLI's too
+    fits, title, detail = words["fits"], _e(words["title"]), words["detail"]
     margin = (est.get("memory_limit") or {}).get("safety_margin_bytes") or 0
     if margin:                       # the one limit: usable less the plan's safety margin
         detail += " · " + _("{size} safety margin kept").format(size=gib(margin))
