@@ -147,3 +147,17 @@ def test_the_text_names_model_task_and_gpu_first(capsys):
     assert lines[1].startswith("Fits on NVIDIA H100 SXM5 80GB: ")          # the report's words
     assert lines[2].startswith("peak phase: ") and "-" not in lines[2]   # vocab's name
     assert any(x.startswith("  Optimizer states ") for x in lines)       # vocab's names
+
+
+def test_the_text_gives_bytes_moved_in_gib(capsys):
+    """Before: 'bytes per step 7.66 GB' (decimal); memory and bytes moved are GiB everywhere
+    (units.format_size), bandwidth GB/s."""
+    from vramplan.cli import main as cli_main
+    from vramplan.estimate import estimate
+    from vramplan.units import format_size
+    assert cli_main(["estimate", "--model", "gpt2", "--task", "train", "--gpu",
+                     "nvidia-rtx-4090"]) == 0
+    out = capsys.readouterr().out
+    e = estimate({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"})
+    assert f"bytes per step {format_size(e.bandwidth['bytes_per_step'])}" in out
+    assert format_size(e.bandwidth["bytes_per_step"]).endswith(" GiB")

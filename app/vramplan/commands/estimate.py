@@ -281,6 +281,7 @@ def _plan_line(e: dict) -> str:
 
 def render_table(e: dict) -> str:
     from ..report.words import verdict
+    from ..units import format_size
     from ..vocab import component_label, phase_label
     pg = e["per_gpu"]
     phase = phase_label(e["peak_phase"]) if e.get("peak_phase") else "?"
@@ -306,7 +307,7 @@ def render_table(e: dict) -> str:
         lines.append(f"bandwidth: datasheet {bw.get('datasheet_bandwidth_gbs')} GB/s, "
                      f"achievable {bw.get('achievable_bandwidth_gbs')} GB/s")
         if "bytes_per_step" in bw:
-            lines.append(f"  bytes per step {bw['bytes_per_step'] / 1e9:.2f} GB")
+            lines.append(f"  bytes per step {format_size(bw['bytes_per_step'])}")   # GiB
         if "memory_floor_s" in bw and "compute_floor_s" in bw:
             lines.append(f"  time per step >= {bw['min_step_time_s'] * 1e3:.1f} ms "
                          f"({bw.get('bound', '?')}-bound: memory {bw['memory_floor_s'] * 1e3:.1f} "
