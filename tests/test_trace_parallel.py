@@ -163,11 +163,13 @@ def test_tensor_parallel_refuses_what_it_cannot_split():
 # ---- checkpointing x layout (issue 20.1) ------------------------------------------------------
 # What the tracer runs and what it cannot:
 # * full x TP (with and without SP) x PP (stages 0 and last, 1F1B) below, within 5 % per rank.
-# * selective: the traced model's `selective` is Megatron's attention-core recomputation
-#   (tracing/transformer.py AttnCore under checkpoint), the estimate's is torchtitan's op-level
-#   SAC (activations.selective_terms, sharding.tp_selective): two mechanisms, so a trace of one
-#   cannot check the other; the per-rank split is checked by hand in
-#   tests/test_checkpointing_layouts.py.
+# * selective: the traced model runs torchtitan's op-level SAC (tracing/recompute.py
+#   op_sac_checkpoint), the mechanism the estimate counts (activations.selective_terms,
+#   sharding.tp_selective): one GPU, TP 2 / 4 / 8 and PP2 (both stages) below, within 5 %.
+#   With sequence parallelism the estimate is above the trace by 8-16 % (TP2 +12.5 %, TP4
+#   +7.9 %, TP4 x PP2 stage 0 +15.8 %, last stage +3.5 %): about one block-width 16-bit tensor
+#   per block that the trace does not keep (the row-parallel down projection's partial sum
+#   before its reduce-scatter is the candidate); left out until explained, not hidden.
 # * context parallel: the tracer refuses ring attention (test above); its buffers are by hand.
 # * full with TP x PP without SP is -6 % (stage 0 -7.4 %, last stage -6.2 %: the trace holds
 #   about two more block-width tensors in the recomputed block's backward than the estimate),
@@ -200,3 +202,23 @@ def test_tp_without_sp_x_pipeline_stage0_within_5pct():
     stream's gradients and a column-parallel linear's input-gradient partial sum are whole on
     every TP rank (was -6.9 % when they were divided by t; now -2.5 %)."""
     within(scn({"gpus": 8, "tensor": 4, "pipeline": 2}, gradient_accumulation=4), stage=0)
+
+
+SEL = [({"gpus": 1}, None), ({"gpus": 2, "tensor": 2}, None), ({"gpus": 4, "tensor": 4}, None),
+       ({"gpus": 8, "tensor": 8}, None)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("par,stage", SEL, ids=["1gpu", "tp2", "tp4", "tp8"])
+def test_selective_checkpointing_x_tensor_parallel_within_5pct(par, stage):
+    """torchtitan's op SAC traced (was Megatron's attention-core recomputation, a mechanism the
+    estimate does not count): q, v, gate outputs and the SDPA output split by t, the block
+    input and the down projection's partial sum whole on every rank."""
+    within(scn(par, checkpointing="selective"), stage=stage)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", [0, 1], ids=["stage0", "stage1"])
+def test_selective_checkpointing_x_pipeline_within_5pct(stage):
+    within(scn({"gpus": 2, "pipeline": 2}, checkpointing="selective", gradient_accumulation=4),
+           stage=stage)

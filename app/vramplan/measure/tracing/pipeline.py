@@ -30,7 +30,7 @@ from torch import nn
 
 from ...errors import ScenarioError
 from . import transformer as T
-from .recompute import checkpoint
+from .recompute import checkpoint, op_sac_checkpoint
 
 
 class Stage(nn.Module):
@@ -54,6 +54,7 @@ class Stage(nn.Module):
             if lm.lm_head.weight is t.embed_tokens.weight and not self.first:
                 self.lm_head.weight = nn.Parameter(t.embed_tokens.weight.detach().clone())
         self.offset, self.p, self.full_ckpt = t.offset, t.p, t.full_ckpt
+        self.op_sac = t.op_sac
         self.register_buffer("inv_freq", t.inv_freq, persistent=False)
         self.hidden = t.a.hidden
 
@@ -82,6 +83,8 @@ class Stage(nn.Module):
         for layer in self.layers:
             if self.full_ckpt and self.training and torch.is_grad_enabled():
                 x = checkpoint(layer, x, rope, mask, None, 0, use_reentrant=False)
+            elif self.op_sac and self.training and torch.is_grad_enabled():
+                x = op_sac_checkpoint(layer, x, rope, mask, None, 0)
             else:
                 x = layer(x, rope, mask, None, 0)
         if self.last:

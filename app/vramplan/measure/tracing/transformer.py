@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...catalog.transformer_arch import TransformerArch
-from .recompute import checkpoint
+from .recompute import checkpoint, op_sac_checkpoint
 
 GPT2_STYLE = ("gpt2", "gpt_bigcode")
 """model types whose eager attention masks with `torch.where` and a bool mask"""
@@ -87,7 +87,7 @@ def rotate_half(x):
 
 
 class AttnCore(nn.Module):
-    """softmax(q k^T / sqrt(d) + mask) v: a module so selective checkpointing can wrap it."""
+    """softmax(q k^T / sqrt(d) + mask) v."""
 
     def __init__(self, kernel: str, causal: bool, p: float, groups: int, where_mask: bool,
                  upcast: bool):
@@ -127,7 +127,7 @@ class AttnCore(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, a: TransformerArch, kernel: str, causal: bool, selective: bool):
+    def __init__(self, a: TransformerArch, kernel: str, causal: bool):
         super().__init__()
         self.h, self.kv, self.d = a.heads, a.kv_heads, a.head_dim
         qkv_bias = a.bias or a.qkv_bias
@@ -138,7 +138,7 @@ class Attention(nn.Module):
         hidden_p, attn_p = a.dropout(True)
         self.core = AttnCore(kernel, causal, attn_p, a.heads // a.kv_heads,
                              a.model_type in GPT2_STYLE, a.softmax_upcast)
-        self.p, self.selective = hidden_p, selective
+        self.p = hidden_p
 
     def forward(self, x, rope=None, mask=None, cache=None, pos=0):
         b, s, _ = x.shape
@@ -154,19 +154,16 @@ class Attention(nn.Module):
             ck[:, :, pos:pos + s] = k
             cv[:, :, pos:pos + s] = v
             k, v = ck[:, :, :pos + s], cv[:, :, :pos + s]
-        if self.selective and self.training and torch.is_grad_enabled():
-            o = checkpoint(self.core, q, k, v, mask, use_reentrant=False)
-        else:
-            o = self.core(q, k, v, mask)
+        o = self.core(q, k, v, mask)
         o = o.transpose(1, 2).reshape(b, s, self.h * self.d)
         return F.dropout(self.o_proj(o), self.p, self.training)
 
 
 class Block(nn.Module):
-    def __init__(self, a: TransformerArch, kernel: str, causal: bool, selective: bool, post_ln: bool = False):
+    def __init__(self, a: TransformerArch, kernel: str, causal: bool, post_ln: bool = False):
         super().__init__()
         norm = (lambda: RMSNorm(a.hidden)) if a.norm == "rmsnorm" else (lambda: nn.LayerNorm(a.hidden))
-        self.attn = Attention(a, kernel, causal, selective)
+        self.attn = Attention(a, kernel, causal)
         self.mlp = MLP(a)
         self.norm1, self.norm2 = norm(), norm()
         self.post_ln = post_ln
@@ -185,6 +182,7 @@ class Transformer(nn.Module):
     def __init__(self, a: TransformerArch, kernel="eager", checkpointing="none", causal=True):
         super().__init__()
         self.a, self.full_ckpt = a, checkpointing == "full"
+        self.op_sac = checkpointing == "selective"   # torchtitan's op-level SAC per block
         self.p = a.dropout(True)[0]
         self.offset = a.extra.get("position_offset", 0)     # OPT: 2
         self.embed_tokens = nn.Embedding(a.vocab, a.hidden)
@@ -193,7 +191,7 @@ class Transformer(nn.Module):
         self.token_type = nn.Embedding(a.type_vocab, a.hidden) if a.type_vocab else None
         self.embed_norm = nn.LayerNorm(a.hidden) if not causal else None
         self.layers = nn.ModuleList(
-            Block(a, kernel, causal, checkpointing == "selective", post_ln=not causal)
+            Block(a, kernel, causal, post_ln=not causal)
             for _ in range(a.layers))
         self.norm = (RMSNorm(a.hidden) if a.norm == "rmsnorm" else nn.LayerNorm(a.hidden)) if causal else None
         if a.learned_positions or a.norm != "rmsnorm":
@@ -242,6 +240,8 @@ class Transformer(nn.Module):
             cache = caches[i] if caches is not None else None
             if self.full_ckpt and self.training and torch.is_grad_enabled():
                 x = checkpoint(layer, x, rope, mask, None, 0, use_reentrant=False)
+            elif self.op_sac and self.training and torch.is_grad_enabled():
+                x = op_sac_checkpoint(layer, x, rope, mask, None, 0)
             else:
                 x = layer(x, rope, mask, cache, pos)
         return self.norm(x) if self.norm is not None else x
