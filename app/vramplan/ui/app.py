@@ -40,6 +40,7 @@ from .jobs import after_paint, kernel
 from .live_panel import LivePanel
 from .notices import NoticeBar
 from .ranks_view import RanksView
+from .cluster_view import ClusterView
 from .state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
 from .style import style_tag
 from .trace_panel import TracePanel
@@ -166,13 +167,15 @@ class App(W.VBox):
         self.chart = self.explore.chart
         self.details = Details(st)
         self.ranks = RanksView(st)       # per pipeline stage (hidden with one kind of rank)
+        self.cluster = ClusterView(st)   # GPUs needed (the cluster solver; training only)
         self.card = DeviceCard()
         self.export = ExportPanel(st)
         if self.trace is None:
             self.trace, self.live = TracePanel(st), LivePanel(st)
             self._extra_results[:0] = [self.trace, self.live]
         gpu_title = L.html(f"<div class='vp-group-title'>{_('The GPU')}</div>")
-        self.results.children = [self.notices, self.panel, self.ranks, self.advisor, self.explore,
+        self.results.children = [self.notices, self.panel, self.ranks, self.advisor, self.cluster,
+                                 self.explore,
                                  self.details, gpu_title, self.card, self.export,
                                  *self._extra_results]
         self.later = True
@@ -188,6 +191,7 @@ class App(W.VBox):
         self.explore.render()
         self.details.render()
         self.ranks.render()
+        self.cluster.render()
         self.export.render()
 
     def _start_panels(self) -> None:
