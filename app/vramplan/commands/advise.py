@@ -10,7 +10,8 @@ first. Bad input: one line `vramplan: error: ...`, exit 2.
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ._output import add_format_arg, add_gpu_arg, add_scenario_arg, dump_json, emit, table
+from ._output import add_format_arg, add_gpu_arg, dump_json, emit, table
+from ._plan import add_scenario_flags, load_one, plan_of  # noqa: F401 (load_one: callers)
 
 GiB = 2**30
 
@@ -24,7 +25,7 @@ def register(subparsers) -> None:
                     "and more GPUs of the same kind), every GPU of the database that holds "
                     "the plan unchanged or with one change, and for a plan that fits, how far "
                     "it can grow.")
-    add_scenario_arg(p)
+    add_scenario_flags(p)   # --scenario FILE or the plan as flags, as estimate takes it
     add_gpu_arg(p, "--gpu-kind", "the GPU the plans are for")
     p.add_argument("--headroom", metavar="SHARE|SIZE", default=None,
                    help="memory to leave free: a share of usable memory ('10%%') or a size "
@@ -44,25 +45,11 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def load_one(path: str):
-    """The one Scenario of a scenario file (a file of several is refused)."""
-    from ..scenario import load_scenarios
-    items = load_scenarios(path)
-    if not items:
-        raise VramplanError(f"scenario file '{path}' holds no scenario")
-    if len(items) > 1:
-        raise VramplanError(f"scenario file '{path}' holds {len(items)} scenarios; advise "
-                            "takes one")
-    if isinstance(items[0], Exception):
-        raise items[0]
-    return items[0]
-
-
 def run(a) -> int:
     from ..advisor import advise
     if a.max_gpus < 1:
         raise VramplanError("--max-gpus must be >= 1")
-    sc = load_one(a.scenario)
+    sc = plan_of(a, "advise")
     adv = advise(sc, headroom=a.headroom, gpu_kind=a.gpu_kind, max_gpus=a.max_gpus,
                  gpu_table_too=not a.no_gpu_table,
                  allow_job_changes=a.allow_job_changes)

@@ -6,29 +6,21 @@ and the run ends with one error line and status 2 if any of them failed.
 """
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
-from .. import safejson
 from ..errors import VramplanError
-from ..scenario import MODELLESS_TASKS, OFFLOAD, OPTIONS
-from ..scenario.keys import cli_flags, scenario_from_flags
+from ..scenario import MODELLESS_TASKS
 from ..workloads.diffusion.family import LORA_TARGETS
 from ..report.ranks import text_lines as rank_text_lines
 from ._output import dump_json, emit, table
+from ._plan import (METAVARS, add_scenario_flags, architecture_arg,  # noqa: F401 (the names
+                    flags_given, scenario_from_args)                # tests and callers import)
 
 GiB = 2**30
-METAVARS = {"model": "ID", "gpu": "ID", "resolution": "HxW", "texture_budget": "SIZE",
-            "geometry_budget": "SIZE"}
 NO_GPU = "no GPU given: pass --gpu ID (see `vramplan gpus`)"
 # LoRA target names the diffusion workload counts (its family declares them; the scenario
 # validation refuses any other)
 DIFFUSION_LORA_TARGETS = LORA_TARGETS
-
-
-def _one_of(values) -> str:
-    return ", ".join(values)
 
 
 def register(subparsers) -> None:
@@ -37,39 +29,12 @@ def register(subparsers) -> None:
         description="Estimate the GPU memory of one scenario (a plan: model, task, how it runs, "
                     "on what GPU), given by flags or in a file. Keys, defaults and rules: "
                     "docs/scenario-keys.md. Exit status 2 when anything failed.")
-    p.add_argument("--scenario", metavar="FILE",
-                   help="a scenario file: one JSON object, or JSON Lines (one scenario a line; "
-                        "the output has one estimate a line, a rejected scenario gives "
-                        "{\"error\": ...} in its place). Only --gpu may be added to it")
-    p.add_argument("--architecture", metavar="JSON|FILE",
-                   help="inline architecture instead of --model: a Hugging Face config.json "
-                        "(path or JSON text) or '{\"params\": 7e9}'")
-    # one flag per scalar key of the scenario's key table (vramplan.scenario.keys): its type,
-    # choices and help come from there, so a new key gets its flag without an edit here
-    keys = p.add_argument_group("scenario keys (docs/scenario-keys.md)")
-    for f in cli_flags():
-        kw: dict = {"dest": f.dest, "help": f.help, "default": None}
-        if f.type is bool:
-            kw["action"] = argparse.BooleanOptionalAction
-        else:
-            kw["type"] = f.type
-            if f.choices:
-                kw["choices"] = f.choices
-                kw["metavar"] = f.dest.upper().split("_")[-1]
-                kw["help"] += f" (one of: {_one_of(str(c) for c in f.choices)})"
-            else:
-                kw["metavar"] = METAVARS.get(f.dest, "N" if f.type in (int, float) else "VALUE")
-        keys.add_argument(f.flag, **kw)
-    lists = p.add_argument_group("list keys")
-    lists.add_argument("--lora-targets", metavar="NAMES",
-                       help="lora.targets, comma-separated module names, e.g. q_proj,v_proj "
-                            "(default) or all-linear; an unknown name is refused, listing the "
-                            "model's")
-    lists.add_argument("--option", action="append", default=[], choices=tuple(OPTIONS),
-                       metavar="OPTION", help=f"repeatable framework switch: "
-                                              f"{_one_of(OPTIONS)} (docs/scenario-keys.md)")
-    lists.add_argument("--offload", action="append", default=[], choices=tuple(OFFLOAD),
-                       metavar="WHAT", help=f"repeatable: move to CPU memory: {_one_of(OFFLOAD)}")
+    # --scenario, --architecture, one flag per scalar key of the key table and the list keys:
+    # one definition for every command (_plan.py)
+    add_scenario_flags(p, file_help="a scenario file: one JSON object, or JSON Lines (one "
+                       "scenario a line; the output has one estimate a line, a rejected "
+                       "scenario gives {\"error\": ...} in its place). Only --gpu may be "
+                       "added to it")
     p.add_argument("--calibrate", action="store_true",
                    help="apply this GPU's calibration (measured / estimated ratios recorded by "
                         "`vramplan measure --calibrate`) and show both figures")
@@ -80,57 +45,6 @@ def register(subparsers) -> None:
     p.add_argument("--format", choices=["table", "json"], default="table",
                    help="table (default) or json; a batch prints JSON Lines or one table")
     p.set_defaults(func=run)
-
-
-# ---- the scenario from flags -------------------------------------------------------------------
-
-def _key_flags_given(a) -> dict:
-    return {f.dest: getattr(a, f.dest, None) for f in cli_flags()}
-
-
-def scenario_from_args(a) -> dict:
-    d = scenario_from_flags(_key_flags_given(a))
-    if a.lora_targets:
-        d.setdefault("lora", {})["targets"] = [t.strip() for t in a.lora_targets.split(",")
-                                               if t.strip()]
-    if a.architecture:
-        d["architecture"] = _architecture(a.architecture)
-    if a.option:
-        d["options"] = list(a.option)
-    if a.offload:
-        d["offload"] = list(a.offload)
-    return d
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _architecture(text: str) -> dict:
-    """--architecture: a path to a config.json, or the JSON itself (safejson: no NaN, no
-    1e999, no nesting deeper than safejson.MAX_DEPTH)."""
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
-        path = Path(text)
-        try:
-            is_file = path.is_file()
-        except (OSError, ValueError):   # a name too long for the file system, a NUL byte
-            is_file = False
-        if not is_file:
-            raise VramplanError(f"--architecture: '{_short(text)}' is neither a file nor JSON "
-                                "text (an object such as '{\"params\": 7e9}')")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise VramplanError(f"--architecture: cannot read '{_short(text)}': "
-                                f"{exc.strerror or exc}") from None
-        obj = safejson.loads(data, f"--architecture file '{_short(text)}'")
-    else:
-        obj = safejson.loads(text, "--architecture")
-    if not isinstance(obj, dict):
-        raise VramplanError(f"--architecture: expected a JSON object, got "
-                            f"{'a list' if isinstance(obj, list) else type(obj).__name__}")
-    return obj
 
 
 def _estimate(sc, a, gpu: str | None = None) -> dict:
@@ -179,10 +93,7 @@ def run(a) -> int:
 
 def _run_file(a) -> int:
     from ..scenario import load_scenarios
-    flags = [f.flag for f in cli_flags() if f.dest != "gpu" and getattr(a, f.dest) is not None]
-    given = flags + [f"--{k.replace('_', '-')}" for k in ("lora_targets", "architecture",
-                                                          "option", "offload")
-                     if getattr(a, k, None) not in (None, [])]
+    given = flags_given(a)
     if given:
         raise VramplanError(f"--scenario FILE holds the whole plan: {', '.join(given)} would "
                             "be ignored (put them in the file; only --gpu may be added)")

@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 
 from ..errors import VramplanError
-from ._output import add_format_arg, add_gpu_arg, add_scenario_arg, emit
+from ._output import add_format_arg, emit
+from ._plan import add_scenario_flags, plan_of
 
 
 def register(subparsers) -> None:
@@ -24,8 +25,8 @@ def register(subparsers) -> None:
         description="Estimate one scenario, ask the advisor and write a report: the figures, "
                     "the breakdown by component, the assumptions, the advice and the sources "
                     "(HTML: one file with the charts as SVG, no outside request).")
-    add_scenario_arg(p)
-    add_gpu_arg(p)
+    add_scenario_flags(p)   # --scenario FILE or the plan as flags (--gpu: the GPU, default
+    #                          the scenario's), as estimate takes it
     add_format_arg(p, ("md", "html"), "md")
     p.add_argument("--lang", choices=["en", "zh"], default="en",
                    help="the report's language: en (default) or zh (Simplified Chinese)")
@@ -38,9 +39,8 @@ def register(subparsers) -> None:
 
 def run(a) -> int:
     from ..report import report
-    from .advise import load_one
-    sc = load_one(a.scenario)
-    text = report(sc, a.gpu, fmt=a.format, lang=a.lang, advice=not a.no_advice)
+    sc = plan_of(a, "report")
+    text = report(sc, None, fmt=a.format, lang=a.lang, advice=not a.no_advice)
     if not a.output:
         emit(text)
         return 0

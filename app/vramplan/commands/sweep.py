@@ -22,7 +22,8 @@ import os
 from pathlib import Path
 
 from ..errors import VramplanError
-from ._output import add_format_arg, add_scenario_arg, dump_json, emit, table, to_csv
+from ._output import add_format_arg, dump_json, emit, table, to_csv
+from ._plan import add_scenario_flags, plan_of
 
 GiB = 2**30
 FULL_TABLE = 48          # rows a table prints in full; larger grids print the summary
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
         description="Evaluate one scenario at every point of a grid (keys x GPUs): device "
                     "used, reserved and allocated bytes, fit and headroom per point, each "
                     "equal to `vramplan estimate` for that point.")
-    add_scenario_arg(p)
+    add_scenario_flags(p)   # --scenario FILE or the plan as flags, as estimate takes it
     p.add_argument("--vary", action="append", default=[], metavar="KEY=VALUES",
                    help="an axis of the grid (repeatable): batch_size=1..256, "
                         "seq_len=512..8192:x2, precision=bf16-mixed,fp32, checkpointing=all, "
@@ -56,8 +57,7 @@ def register(subparsers) -> None:
 
 def run(a) -> int:
     from ..sweep import gpus_needed, parse_values, parse_vary, sweep
-    from .advise import load_one
-    sc = load_one(a.scenario)
+    sc = plan_of(a, "sweep")
     axes = parse_vary(a.vary)
     if a.gpus_needed:
         from ..advisor import parse_headroom

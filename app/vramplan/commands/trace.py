@@ -6,6 +6,7 @@ import argparse
 from ..errors import VramplanError
 from ..units import format_bytes
 from ._output import dump_json, emit, table
+from ._plan import add_scenario_flags, load_one, plan_of, scenario_from_args
 
 MAX_STEPS = 100   # each step is a whole forward + backward + optimizer under fake tensors
 
@@ -16,9 +17,11 @@ def register(subparsers) -> None:
         description="Build the scenario's model as a torch module, run two steps (forward, "
                     "backward, optimizer; or inference / generate) under FakeTensorMode on "
                     "device 'cpu' and count live tensor bytes. See docs/tracing.md.")
-    p.add_argument("--scenario", metavar="FILE",
-                   help="one scenario: a JSON object (or a one-line JSON Lines file); with "
-                        "--hf-config or --module it gives the workload (task, batch, ...)")
+    # --scenario, --architecture and the scenario's key flags, as estimate takes them
+    # (_plan.py); the key `steps` (denoising steps) has no flag here: --steps is trace's own
+    add_scenario_flags(p, skip=("steps",), file_help="one scenario: a JSON object (or a "
+                       "one-line JSON Lines file); with --hf-config or --module it gives the "
+                       "workload (task, batch, ...), which the key flags then change")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--hf-config", metavar="FILE",
                      help="build the transformers model of this config.json (or the diffusers "
@@ -26,12 +29,6 @@ def register(subparsers) -> None:
     src.add_argument("--module", metavar="PKG.MOD:FACTORY",
                      help="trace a module of yours: FACTORY() returns (module, example_inputs) "
                           "or (module, example_inputs, loss_fn); loss_fn(output) -> loss")
-    p.add_argument("--task", choices=["train", "lora", "forward"],
-                   help="with --hf-config / --module: what to run (default train)")
-    p.add_argument("--batch-size", type=int, metavar="N", help="with --hf-config: batch")
-    p.add_argument("--seq-len", type=int, metavar="N", help="with --hf-config: tokens")
-    p.add_argument("--precision", metavar="P",
-                   help="with --hf-config / --module: fp32, bf16, fp16, bf16-mixed, ...")
     p.add_argument("--mode", choices=["fake", "cpu"], default="fake",
                    help="fake: no data (default); cpu: really execute on the CPU (small only)")
     p.add_argument("--kernels", choices=["cuda", "cpu"], default="cuda",
@@ -42,18 +39,6 @@ def register(subparsers) -> None:
     p.add_argument("--timeline", action="store_true", help="include the live-bytes timeline")
     p.add_argument("--format", choices=["table", "json"], default="table")
     p.set_defaults(func=run)
-
-
-def load_one(path: str):
-    """The one scenario of a file (vramplan.scenario.load_scenarios: BOM, binary, deep
-    nesting and 1e999 are refused there, naming the file)."""
-    from ..scenario import load_scenarios
-    items = load_scenarios(path)
-    if len(items) != 1:
-        raise VramplanError(f"{path}: trace takes one scenario, the file holds {len(items)}")
-    if isinstance(items[0], Exception):
-        raise items[0]
-    return items[0]
 
 
 def _steps(text: str) -> int:
@@ -72,11 +57,9 @@ def _hf_scenario(args, config) -> dict:
     transformer config is also the scenario's `architecture`, so the estimate reads it)."""
     d = {}
     if args.scenario:
-        sc = load_one(args.scenario)
+        sc = load_one(args.scenario, "trace")
         d = {k: v for k, v in sc.to_dict().items() if v is not None}
-    flags = {"task": args.task, "batch_size": args.batch_size, "seq_len": args.seq_len,
-             "precision": args.precision}
-    d.update({k: v for k, v in flags.items() if v is not None})
+    d.update(scenario_from_args(args))    # every key flag given (task, batch_size, ...)
     d.setdefault("task", "train")
     if "_class_name" in config and "model_type" not in config:
         if "model" not in d:
@@ -108,10 +91,11 @@ def _trace(args):
     if args.module:
         return trace.trace_real(None, {"module": args.module, "task": args.task,
                                        "precision": args.precision}, **kw)
-    if not args.scenario:
+    if not args.scenario and not scenario_from_args(args):
         raise VramplanError("trace needs --scenario FILE, --hf-config FILE or --module "
-                            "PKG.MOD:FACTORY")
-    return trace.trace(load_one(args.scenario), **kw)
+                            "PKG.MOD:FACTORY, or the plan as flags (--model ... as estimate "
+                            "takes them)")
+    return trace.trace(plan_of(args, "trace"), **kw)
 
 
 def run(args) -> int:
