@@ -84,3 +84,29 @@ def test_tensor_parallel_bytes_by_hand():
     ts = comm.transfers(sc, get_model(sc.model), get_gpu("nvidia-h100-sxm5-80gb"), Sizes())
     tp = [t for t in ts if t.dim == "tensor"][0]
     assert tp.nbytes == 32 * 4 * 2048 * 4096 * 2
+
+
+try:
+    from hypothesis import given, settings, strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    @settings(max_examples=40, deadline=None)
+    @given(dp=st.sampled_from([2, 4, 8, 16]), tp=st.sampled_from([1, 2, 4, 8]),
+           ga=st.integers(1, 8), task=st.sampled_from(["train", "lora"]))
+    def test_more_sharding_never_sends_less(dp, tp, ga, task):
+        # ZeRO-3 gathers every parameter per micro-batch on top of ZeRO-2's per-micro-batch
+        # gradient reduce-scatter, which is ZeRO-1's once-per-step one repeated: bytes grow
+        # with the stage; every transfer's time is its bytes over its link's rate
+        dev = get_gpu("nvidia-h100-sxm5-80gb")
+        spec = get_model("meta-llama/Llama-3.1-8B")
+        data = []
+        for z in (1, 2, 3):
+            sc = _sc(task=task, gradient_accumulation=ga,
+                     parallel={"gpus": dp * tp, "data": dp, "tensor": tp, "zero": z})
+            ts = [t for t in comm.transfers(sc, spec, dev, Sizes()) if t.dim == "data"]
+            for t in ts:
+                assert t.time_s == pytest.approx(t.nbytes / (t.link.gbs * 1e9))
+            data.append(sum(t.nbytes for t in ts))
+        assert data[0] <= data[1] <= data[2]
