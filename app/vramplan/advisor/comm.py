@@ -287,7 +287,7 @@ def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
                             " experts and back" + (", forward and backward" if training else ""),
                             "all-to-all", int(n * moe * tokens * arch.experts_per_token *
                                               arch.hidden * pb * (expert - 1) / expert * ga),
-                            group_link(dev, net, expert, t * expert), "expert"))
+                            group_link(dev, net, expert, t * c * expert), "expert"))
     return out
 
 
