@@ -23,15 +23,46 @@ MAX_DEPTH = 32            # a Hugging Face config.json nests 3 deep; render targ
 MAX_CHARS = 2_000_000     # 2 MB of JSON: a config.json is ~1-20 kB
 
 
-def _constant(name: str):
-    raise ValueError(f"{name} is not a number vramplan accepts")
+class BadNumberError(VramplanError, ValueError):
+    """NaN, Infinity or an overflowing number in JSON text; `key` is where it sits (dotted,
+    `[i]` for list items: 'batch_size', 'lora.rank', 'render_targets[1].scale'; '' at the
+    top), so a scenario file's error names its key."""
+
+    def __init__(self, what: str, key: str, text: str, why: str):
+        self.key, self.text, self.why = key, text, why
+        super().__init__(f"{what}: " + (f"key '{key}': " if key else "") + f"{text} {why}")
 
 
-def _float(text: str) -> float:
+class _Bad:
+    """A number json.loads met that vramplan refuses; found by `_first_bad` after parsing,
+    so the error can name its key."""
+    __slots__ = ("text", "why")
+
+    def __init__(self, text: str, why: str):
+        self.text, self.why = text, why
+
+
+def _constant(name: str) -> _Bad:
+    return _Bad(name, "is not a number vramplan accepts")
+
+
+def _float(text: str):
     value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is too large")
-    return value
+    return value if math.isfinite(value) else _Bad(text, "is too large")
+
+
+def _first_bad(value) -> tuple[str, _Bad] | None:
+    """(dotted key, marker) of the first refused number in document order (iterative)."""
+    stack = [(value, "")]
+    while stack:
+        v, key = stack.pop()
+        if isinstance(v, _Bad):
+            return key, v
+        if isinstance(v, dict):
+            stack.extend((x, f"{key}.{k}" if key else str(k)) for k, x in reversed(v.items()))
+        elif isinstance(v, list):
+            stack.extend((x, f"{key}[{i}]") for i, x in reversed(list(enumerate(v))))
+    return None
 
 
 def decode_text(data: bytes, what: str) -> str:
@@ -55,7 +86,7 @@ def loads(text: str | bytes, what: str, max_chars: int = MAX_CHARS) -> Any:
     if _depth_of_text(text) > MAX_DEPTH:
         raise VramplanError(f"{what}: nested more than {MAX_DEPTH} levels deep")
     try:
-        return json.loads(text, parse_constant=_constant, parse_float=_float)
+        value = json.loads(text, parse_constant=_constant, parse_float=_float)
     except json.JSONDecodeError as exc:
         raise VramplanError(f"{what}: not JSON: {exc.msg} (line {exc.lineno}, column "
                             f"{exc.colno})") from None
@@ -63,6 +94,10 @@ def loads(text: str | bytes, what: str, max_chars: int = MAX_CHARS) -> Any:
         raise VramplanError(f"{what}: {exc}") from None
     except RecursionError:  # pragma: no cover (the depth check above comes first)
         raise VramplanError(f"{what}: nested too deep") from None
+    bad = _first_bad(value)
+    if bad is not None:
+        raise BadNumberError(what, bad[0], bad[1].text, bad[1].why)
+    return value
 
 
 def _depth_of_text(text: str) -> int:

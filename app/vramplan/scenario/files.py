@@ -112,6 +112,9 @@ def load_scenarios(path: str | Path) -> list:
             try:
                 docs.append((f"line {i}", safejson.loads(line, f"line {i}",
                                                          max_chars=MAX_SCENARIO_FILE_BYTES)))
+            except safejson.BadNumberError as exc:     # named by its key
+                docs.append((f"line {i}", ScenarioError(exc.key or "scenario",
+                                                        f"line {i}: {exc.text} {exc.why}")))
             except VramplanError as exc:
                 docs.append((f"line {i}", ScenarioError("scenario", str(exc))))
     else:
