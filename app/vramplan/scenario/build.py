@@ -198,6 +198,28 @@ def read_serving(v: Any, *, max_num_seqs: int, max_model_len: int) -> ServingCon
         cuda_graphs=_sub("serving", d, "cuda_graphs", ServingConfig.cuda_graphs))
 
 
+def _serve_fields(d: dict, f: dict, default_batch: int, maxpos: int | None, spec):
+    """serve's engine (ServingConfig) and its couplings: batch_size <-> max_num_seqs,
+    seq_len <-> max_model_len (each defaults to the other; `f` is updated), seq_len at most
+    max_model_len, max_model_len at most the model's positions."""
+    given_bs, given_sl = d.get("batch_size") is not None, d.get("seq_len") is not None
+    serving = read_serving(d.get("serving") or {},
+                           max_num_seqs=f["batch_size"] if given_bs else default_batch,
+                           max_model_len=f["seq_len"] if given_sl else (maxpos or 4096))
+    if not given_bs:
+        f["batch_size"] = serving.max_num_seqs
+    if not given_sl:
+        f["seq_len"] = serving.max_model_len
+    if f["seq_len"] > serving.max_model_len:
+        raise ScenarioError("seq_len", f"{f['seq_len']} exceeds serving.max_model_len "
+                                       f"{serving.max_model_len}")
+    err = positions_error(spec, serving.max_model_len, "seq_len" if given_sl and
+                          serving.max_model_len == f["seq_len"] else "serving.max_model_len")
+    if err is not None:
+        raise err
+    return serving
+
+
 def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     """The normalised field values of `Scenario(**fields)` for a scenario dict."""
     if not isinstance(d, dict):
@@ -252,24 +274,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         f[name] = BY_NAME[name].read(d[name]) if d.get(name) is not None else ()
     f["serving"] = None
     if task == "serve":
-        sv = d.get("serving") or {}
-        given_bs, given_sl = d.get("batch_size") is not None, d.get("seq_len") is not None
-        serving = read_serving(sv, max_num_seqs=f["batch_size"] if given_bs
-                               else defaults["batch_size"],
-                               max_model_len=f["seq_len"] if given_sl else (maxpos or 4096))
-        if not given_bs:
-            f["batch_size"] = serving.max_num_seqs
-        if not given_sl:
-            f["seq_len"] = serving.max_model_len
-        if f["seq_len"] > serving.max_model_len:
-            raise ScenarioError("seq_len", f"{f['seq_len']} exceeds serving.max_model_len "
-                                           f"{serving.max_model_len}")
-        err = positions_error(spec, serving.max_model_len, "seq_len" if given_sl and
-                              serving.max_model_len == f["seq_len"]
-                              else "serving.max_model_len")
-        if err is not None:
-            raise err
-        f["serving"] = serving
+        f["serving"] = _serve_fields(d, f, defaults["batch_size"], maxpos, spec)
     f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
     f["safety_margin"] = (BY_NAME["safety_margin"].read(d["safety_margin"])
                           if d.get("safety_margin") is not None else None)
