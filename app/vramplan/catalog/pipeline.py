@@ -6,13 +6,16 @@ The scenario's `architecture` is the pipeline's model_index.json (its `_class_na
 config.json of each component by name (`transformer`, `vae`, `text_encoder`, ...). Each
 component's parameters are counted from its config the way its diffusers / transformers module
 builds them (cited per class below); the sampling defaults are the pipeline's `__call__`
-defaults. Known today: FluxPipeline and StableDiffusion3Pipeline (FluxTransformer2DModel,
-SD3Transformer2DModel, AutoencoderKL, CLIPTextModel(WithProjection), T5EncoderModel); other
-pipelines or component classes are refused with a message naming them.
+defaults. Known today: FluxPipeline, FluxKontextPipeline, StableDiffusion3Pipeline and
+WanPipeline (FluxTransformer2DModel, SD3Transformer2DModel, WanTransformer3DModel,
+AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage, CLIPTextModel(WithProjection),
+T5EncoderModel, UMT5EncoderModel; the 2025 classes in pipeline_video.py); other pipelines or
+component classes are refused with a message naming them.
 """
 from __future__ import annotations
 
 from ..errors import ScenarioError
+from . import pipeline_video as V
 
 # diffusers FluxPipeline.__call__ defaults (pipelines/flux/pipeline_flux.py): height = width =
 # default_sample_size (128) x vae_scale_factor (8) = 1024, num_inference_steps 28,
@@ -26,7 +29,22 @@ PIPELINES = {"FluxPipeline": {"denoiser": "transformer", "guidance": "distilled"
              "StableDiffusion3Pipeline": {"denoiser": "transformer", "guidance": "cfg",
                                           "default_resolution": [1024, 1024],
                                           "default_steps": 28, "t5_max_tokens": 256,
-                                          "clip_tokens": 77}}
+                                          "clip_tokens": 77},
+             # WanPipeline.__call__ (pipelines/wan/pipeline_wan.py): 480 x 832, 81 frames, 50
+             # steps, guidance_scale 5.0 run as two transformer calls per step (cond, then
+             # uncond: not a doubled batch), max_sequence_length 512; Wan 2.2 A14B adds
+             # transformer_2 (the low-noise expert; both resident)
+             "WanPipeline": {"denoiser": "transformer", "guidance": "cfg-sequential",
+                             "video": True, "default_resolution": [480, 832],
+                             "default_frames": 81, "default_steps": 50, "t5_max_tokens": 512},
+             # FluxKontextPipeline.__call__ (pipeline_flux_kontext.py): the FLUX defaults (28
+             # steps, guidance-distilled, max_sequence_length 512); the reference image's packed
+             # latents are concatenated to the sequence (torch.cat([latents, image_latents],
+             # dim=1)), the reference auto-resized to a preferred Kontext size (1024 x 1024
+             # among them)
+             "FluxKontextPipeline": {"denoiser": "transformer", "guidance": "distilled",
+                                     "default_resolution": [1024, 1024], "default_steps": 28,
+                                     "t5_max_tokens": 512, "reference_image": True}}
 
 # T5 'wo' stays out of quantisation (transformers T5 _keep_in_fp32_modules): fp32 under
 # bitsandbytes 4-bit, the compute dtype under int8 - as catalog/data/diffusion.json records
@@ -191,8 +209,26 @@ def t5_encoder(c: _Cfg, max_tokens: int) -> dict:
             "keep_in_fp32": {"params": L * ffn * d, "bytes_by_format": dict(T5_KEEP_BYTES)}}
 
 
+def _video_component(cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
+    """The 2025 component classes (catalog/pipeline_video.py); None for other classes. A config
+    those counters cannot read (an I2V image embedder, the Wan 2.2 residual VAE) is refused."""
+    counters = {"WanTransformer3DModel": V.wan_transformer,
+                "AutoencoderKLWan": V.wan_vae, "AutoencoderKLQwenImage": V.wan_vae,
+                "UMT5EncoderModel": lambda c: V.umt5_encoder(c, defaults["t5_max_tokens"])}
+    if cls not in counters:
+        return None
+    try:
+        return counters[cls](cfg)
+    except (KeyError, ValueError) as e:
+        raise _bad(cfg.where, f"{cls} with '{e.args[0]}' as given is a variant vramplan does "
+                              f"not count (text-to-video / text-to-image layouts only)") from e
+
+
 def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
     """The diffusion-family entry of one component; None for parameter-free ones."""
+    video = _video_component(cls, cfg, defaults)
+    if video is not None:
+        return video
     if cls == "FluxTransformer2DModel":
         return flux_transformer(cfg)
     if cls == "SD3Transformer2DModel":
@@ -205,8 +241,10 @@ def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
         return t5_encoder(cfg, defaults["t5_max_tokens"])
     raise _bad(f"configs.{name}", f"component class '{cls}' is not one vramplan can count "
                                   f"(FluxTransformer2DModel, SD3Transformer2DModel, "
-                                  f"AutoencoderKL, CLIPTextModel, CLIPTextModelWithProjection, "
-                                  f"T5EncoderModel)")
+                                  f"WanTransformer3DModel, AutoencoderKL, AutoencoderKLWan, "
+                                  f"AutoencoderKLQwenImage, CLIPTextModel, "
+                                  f"CLIPTextModelWithProjection, T5EncoderModel, "
+                                  f"UMT5EncoderModel)")
 
 
 NO_PARAMS = ("tokenizer", "tokenizer_2", "tokenizer_3", "scheduler", "feature_extractor")
@@ -240,6 +278,11 @@ def pipeline_config(index: dict) -> dict:
     for need in (defaults["denoiser"], "vae"):
         if need not in comps:
             raise _bad(need, f"the pipeline has no '{need}' component")
-    return {"pipeline": name, "denoiser": defaults["denoiser"], "guidance": defaults["guidance"],
-            "default_resolution": list(defaults["default_resolution"]),
-            "default_steps": defaults["default_steps"], "components": comps}
+    out = {"pipeline": name, "denoiser": defaults["denoiser"], "guidance": defaults["guidance"],
+           "default_resolution": list(defaults["default_resolution"]),
+           "default_steps": defaults["default_steps"], "components": comps}
+    if defaults.get("video"):
+        out.update(video=True, default_frames=defaults["default_frames"])
+    if defaults.get("reference_image"):
+        out["reference_image"] = True
+    return out

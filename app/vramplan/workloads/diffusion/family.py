@@ -7,7 +7,14 @@ from ...vocab import DIFFUSION_FAMILIES
 from ..family import Family
 
 TASKS = ("train", "lora", "forward", "denoise", "load")
-TEXT_ENCODERS = ("clip-text", "t5-encoder")
+# "llm-encoder": a decoder LLM's hidden states as the prompt embedding (Qwen-Image's
+# Qwen2.5-VL-7B, read at its last layer over the prompt template)
+TEXT_ENCODERS = ("clip-text", "t5-encoder", "llm-encoder")
+# guidance modes: "cfg" doubles the batch of one denoiser call; "cfg-sequential" runs the
+# conditional and the unconditional call one after the other at the prompt's batch (WanPipeline,
+# QwenImagePipeline's true CFG: twice the compute, not twice the activations); "distilled" runs
+# one call (the scale is an input of the transformer)
+CFG_GUIDANCE = ("cfg", "cfg-sequential")
 SAMPLING_TASKS = ("forward", "denoise", "load")   # tasks that read `steps` and `guidance`
 # LoRA target names the denoiser's attention projections go by (diffusers' to_q / to_k / to_v /
 # to_out.0; the query / key / value and q_proj / k_proj / v_proj spellings of other ports):
@@ -27,8 +34,10 @@ def scenario_defaults(task: str, spec) -> dict:
     `frames` (`default_frames`, video pipelines), `text_len` (the tokenizer max length of the
     encoder `text_len` sizes: the T5 encoder's `max_tokens`, else CLIP's 77; none for
     class-conditional pipelines), and for the tasks that sample, `steps` (`default_steps`) and
-    `guidance` (true where the pipeline uses classifier-free guidance, `guidance: "cfg"`;
-    false for guidance-distilled ones such as FLUX.1-dev/schnell). Training reads neither.
+    `guidance` (true where the pipeline uses classifier-free guidance, `guidance: "cfg"` or
+    `"cfg-sequential"`, unless `guidance_default` says otherwise: QwenImagePipeline runs true
+    CFG only when given a negative prompt; false for guidance-distilled ones such as
+    FLUX.1-dev/schnell). Training reads neither.
     A config without them gets 1024 x 1024, 1 frame, 50 steps."""
     cfg = spec.config
     out: dict = {"resolution": [int(r) for r in cfg.get("default_resolution", (1024, 1024))]}
@@ -40,13 +49,14 @@ def scenario_defaults(task: str, spec) -> dict:
         out["text_len"] = int(max(c["max_tokens"] for c in (t5 or enc)))
     if task in SAMPLING_TASKS:
         out["steps"] = int(cfg.get("default_steps", 50))
-        out["guidance"] = cfg.get("guidance") == "cfg"
+        out["guidance"] = bool(cfg.get("guidance_default", cfg.get("guidance") in CFG_GUIDANCE))
     return out
 
 
 # denoiser kinds whose diffusers pipeline rounds a size that is not a multiple down (with a
 # warning) instead of refusing it: FluxPipeline.prepare_latents, 2 * (h // (vae_scale * 2))
-RESIZES = ("flux",)
+# (QwenImagePipeline.check_inputs warns and prepare_latents rounds the same way)
+RESIZES = ("flux", "qwen-image")
 
 
 def geometry_rule(spec) -> dict:

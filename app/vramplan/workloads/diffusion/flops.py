@@ -88,16 +88,17 @@ def _per_image_params(cfg: dict) -> float:
 
 
 def denoiser_flops(cfg: dict, batch: int, lat_h: int, lat_w: int, lat_f: int,
-                   text_tokens: int) -> float:
-    """FLOPs of one denoiser forward over `batch` latents (CFG already doubled)."""
+                   text_tokens: int, reference: int = 1) -> float:
+    """FLOPs of one denoiser forward over `batch` latents (CFG already doubled); `reference`
+    2 where a reference image's tokens join the sequence (FLUX.1 Kontext)."""
     if cfg["kind"] == "unet":
         return 2.0 * batch * unet_macs(cfg, lat_h, lat_w, text_tokens)
-    p = cfg.get("patch", 2)
-    img = (lat_h // p) * (lat_w // p) * max(1, lat_f)
+    p, pt = cfg.get("patch", 2), cfg.get("patch_t", 1)
+    img = (lat_h // p) * (lat_w // p) * -(-max(1, lat_f) // pt) * reference
     n = img + (text_tokens if cfg.get("joint_text") else 0)
     layers = cfg.get("layers", 0) + cfg.get("single_layers", 0)
     per_tok = max(0.0, float(cfg["params"]) - _per_image_params(cfg))
     attn = 4.0 * layers * n * n * cfg["hidden"]
-    if cfg["kind"] == "dit-cross":                               # cross-attention to the text
+    if cfg["kind"] in ("dit-cross", "wan"):                      # cross-attention to the text
         attn += 4.0 * layers * img * text_tokens * cfg["hidden"]
     return batch * (2.0 * per_tok * n + attn)

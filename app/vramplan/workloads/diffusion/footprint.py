@@ -29,7 +29,7 @@ from ...vec import peak as peak_of
 from ...vec import pick, shown, to_int, truth, vmax
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
-                              vae2d_levels, vae3d_decode)
+                              vae2d_levels, vae3d_decode, wan_vae_decode)
 
 DENOISERS = ("unet", "transformer")
 
@@ -121,6 +121,18 @@ def _geometry(scenario, spec):
     return h, w, frames, notes
 
 
+def image_tokens(cfg: dict, den: dict, lat_h: int, lat_w: int, lat_f: int) -> int:
+    """Image (video) tokens of one denoiser call: the latent cut into patch x patch (x patch_t
+    frames) patches; FLUX.1 Kontext adds the reference image's packed latents to the sequence
+    (FluxKontextPipeline: torch.cat([latents, image_latents], dim=1)), taken at the output
+    size (the pipeline resizes the reference to a preferred Kontext size near 1024^2). Hand
+    check, Wan 2.1 at 81 frames 480 x 832: latent 21 x 60 x 104, 1 x 2 x 2 patches ->
+    21 x 30 x 52 = 32,760 tokens."""
+    p, pt = den.get("patch", 2), den.get("patch_t", 1)
+    n = (lat_h // p) * (lat_w // p) * -(-lat_f // pt)
+    return n * (2 if cfg.get("reference_image") else 1)
+
+
 def _compute_dtype(prec: str) -> str:
     """Denoiser matmul type: quantised weights (nf4 / int8 / fp8 storage, layerwise casting)
     are dequantised into the bf16 compute dtype of the pipeline."""
@@ -140,6 +152,9 @@ def footprint(scenario, spec, device) -> Footprint:
     guidance = bool(scenario.guidance)              # None for train / lora: no CFG batch
     cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
                      and task != "lora") else 1
+    calls = cfg_mult                                # denoiser calls per step
+    if cfg.get("guidance") == "cfg-sequential":     # cond then uncond, each at batch b
+        cfg_mult = 1
     eager = scenario.attention == "eager"
     den_name = next(n for n in comps if n in DENOISERS)
     den = comps[den_name]
@@ -191,8 +206,7 @@ def footprint(scenario, spec, device) -> Footprint:
     if den["kind"] == "unet":
         act, big = unet_step(den, step_b, lat_h, lat_w, text_tokens, den_e, eager)
     else:
-        p = den.get("patch", 2)
-        img_tokens = (lat_h // p) * (lat_w // p) * lat_f
+        img_tokens = image_tokens(cfg, den, lat_h, lat_w, lat_f)
         act, big = dit_step(den, step_b, img_tokens, text_tokens, den_e, eager)
     temp = 0
     if layerwise and P.is_quantized(precs[den_name]):
@@ -211,24 +225,29 @@ def footprint(scenario, spec, device) -> Footprint:
         tile = int(vae.get("sample_size", 512))
         if vae["kind"] == "kl3d-cogvideox":
             oh, ow = min(h, 240), min(w, 360)
+        elif vae["kind"] == "kl3d-wan":     # AutoencoderKLWan tile_sample_min_height/width
+            oh, ow = min(h, tile), min(w, tile)
         else:
             oh, ow = min(h, tile), min(w, tile)
         notes.append(f"vae-tiling: the decoder runs on {oh}x{ow} tiles")
     if vae["kind"] == "kl3d-cogvideox":
         vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
+    elif vae["kind"] == "kl3d-wan":
+        vpk, vbig, stair = wan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
     else:
         vpk, vbig, stair = vae2d_decode(vae, dec_b, oh, ow, vae_e, eager)
     out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)
     phases["vae-decode"] = {"weights": resident("vae"), "activations": vpk + out_img}
     largest["vae-decode"] = vbig
     carried = 0
-    if vae["kind"] != "kl3d-cogvideox" and not offload_model:
+    if vae["kind"] == "kl2d" and not offload_model:
         carried = _carried_segments(phases, largest,
                                     vae2d_levels(vae, dec_b, oh, ow, vae_e, eager))
 
     # -- training of the denoiser -------------------------------------------------------------
     # one denoiser forward of one latent (CFG doubles the batch below)
-    fwd_flops = denoiser_flops(den, 1, lat_h, lat_w, lat_f, text_tokens)
+    fwd_flops = denoiser_flops(den, 1, lat_h, lat_w, lat_f, text_tokens,
+                               2 if cfg.get("reference_image") else 1)
     if task in ("lora", "train"):
         return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
                          lat_h, lat_w, text_tokens, eager, notes, phases, largest, fwd_flops)
@@ -248,11 +267,11 @@ def footprint(scenario, spec, device) -> Footprint:
         components.setdefault(k, 0)
     steps = int(scenario.steps)
     den_w = weights[den_name]
-    step_bytes = den_w + 2 * den_act
+    step_bytes = (den_w + 2 * den_act) * (calls // cfg_mult)   # sequential CFG: two calls
     bw = {} if task == "load" else {   # a load runs no step
         "bytes_per_step": to_int(step_bytes), "steps": steps,
         "bytes_per_image": step_bytes * steps / b,
-        "flops_per_step": to_int(fwd_flops * step_b),
+        "flops_per_step": to_int(fwd_flops * b * calls),
         "compute_dtype": _compute_dtype(precs[den_name])}
     notes.append(f"peak phase: {shown(peak)}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))

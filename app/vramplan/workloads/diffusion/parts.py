@@ -130,6 +130,12 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
     return to_int(peak + latents), to_int(largest)
 
 
+# transformer denoisers whose image tokens attend to the text by cross-attention (PixArt's
+# DiT, Wan's WanTransformerBlock attn2) and those with FLUX-style single-stream blocks
+CROSS_KINDS = ("dit-cross", "wan")
+PARALLEL_KINDS = ("flux",)
+
+
 def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
              eager: bool) -> tuple[int, int]:
     """(peak transient bytes, largest tensor) of one DiT / MMDiT / FLUX / CogVideoX forward.
@@ -143,7 +149,7 @@ def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
     attn_phase = (2 + 3 + (3 if joint else 0) + 1) * h + rope
     ff_phase = 4 * h + 2 * f
     per_tok = vmax(attn_phase, ff_phase)
-    if cfg["kind"] == "flux":
+    if cfg["kind"] in PARALLEL_KINDS:
         per_tok = vmax(per_tok, 6 * h + 3 * f + rope)
     act = b * n * per_tok * e
     largest = b * n * vmax(f, 3 * h) * e
@@ -151,7 +157,7 @@ def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
         scores = b * heads * n * n * e
         act += 2 * scores
         largest = vmax(largest, scores)
-    if cfg["kind"] == "dit-cross" and eager:
+    if cfg["kind"] in CROSS_KINDS and eager:
         act += 2 * b * heads * img_tokens * text_tokens * e
     stream = 2 * b * n * h * e                                  # hidden states between blocks
     return to_int(act + stream), to_int(largest)
@@ -259,3 +265,48 @@ def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
         stair = max(stair, stair_c + cache_total)
     out_video = b * frames * out_h * out_w * 3 * e
     return int(peak + out_video), int(largest), int(stair + out_video)
+
+
+def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
+                   e: int) -> tuple[int, int, int]:
+    """(peak, largest, staircase) of AutoencoderKLWan._decode without tiling (diffusers
+    autoencoder_kl_wan.py): the decoder runs one latent frame at a time (the first gives 1
+    output frame, each later one 4: two upsample3d time convs double the frames, skipped on
+    the first chunk); every causal conv keeps the last 2 frames of its input in feat_cache for
+    the next chunk (CACHE_T = 2), and the chunks are joined by torch.cat (the video so far and
+    the joined copy are both alive). A WanResidualBlock holds its input, RMS_norm + SiLU, the
+    cache-padded conv input (f + 2 frames) and the conv outputs (the 2-D resnet walk of
+    `_resnet` plus the padded copy); the mid block's attention runs SDPA per frame."""
+    tc = cfg.get("temporal_compression", 4)
+    lat_f = (frames - 1) // tc + 1
+    ds = cfg.get("downsample", 8)
+    p0 = max(1, out_h // ds) * max(1, out_w // ds)
+    chans, c0 = cfg["block_out_channels"], cfg["decoder_in_channels"]
+    ups = list(cfg.get("temporal_upsample", [True, True, False]))
+    lpb = cfg.get("layers_per_block", 2) + 1
+    cache = 0
+    for i, c in enumerate(chans):                       # feat_cache: 2 frames per causal conv
+        c_in = c0 if i == 0 else chans[i - 1] // 2
+        convs = c_in + c + (2 * lpb - 1) * c + (c if i < len(ups) and ups[i] else 0)
+        cache += 2 * b * p0 * 4 ** i * convs * e
+    cache += 2 * b * p0 * c0 * e * 5                    # conv_in + the mid block's 4 convs
+    peak = largest = stair = 0
+    for first in ((True, False) if lat_f > 1 else (True,)):
+        f, stair_c = 1, 0
+        for i, c in enumerate(chans):
+            c_in = c0 if i == 0 else chans[i - 1] // 2
+            p = p0 * 4 ** i
+            u_in, u_out = b * f * p * c_in * e, b * f * p * c * e
+            pk = vmax(_resnet(u_in, u_out), _resnet(u_out, u_out)) + u_out * (f + 2) // f
+            if i < len(chans) - 1:                      # time conv (2c), nearest 2x, conv c // 2
+                f2 = f * 2 if (ups[i] and not first) else f
+                pk = vmax(pk, u_out + 2 * u_out * (f2 // f) + 4 * b * f2 * p * c * e
+                          + 2 * b * f2 * p * c * e)
+                largest = vmax(largest, 4 * b * f2 * p * c * e)
+                f = f2
+            largest = vmax(largest, u_out)
+            peak = vmax(peak, pk + (cache if not first else 0))
+            stair_c += pk
+        stair = vmax(stair, stair_c + cache)
+    video = b * frames * out_h * out_w * 3 * e                 # torch.cat of the chunks
+    return to_int(peak + video), to_int(largest), to_int(stair + video)

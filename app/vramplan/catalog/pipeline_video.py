@@ -1,0 +1,155 @@
+"""Parameter counts of the 2025 diffusers video / image components, from their config.json.
+
+Each function takes the component's config (an object with `.int(key)`, `.ints(key)` and the raw
+dict as `.cfg`, as `catalog.pipeline._Cfg` gives) and returns the diffusion family's catalog
+entry (`workloads/diffusion`): `kind`, `params` and the shape keys the activation walk reads.
+Counted the way the diffusers module builds its parameters, read from huggingface/diffusers
+(snapshot 58eb52c, 2026-08-23; files cited per class). `lin(i, o)` is an nn.Linear with bias.
+
+Hand checks (tests/test_catalog_2025_vision_video.py):
+- WanTransformer3DModel 1.3B config: 1,418,996,800; 14B: 14,288,491,584.
+- AutoencoderKLWan (Wan 2.1 / Qwen-Image VAE, base_dim 96): 126,892,531 (Wan paper: 127M).
+- QwenImageTransformer2DModel: 20,430,401,088 (model card: 20B MMDiT).
+"""
+from __future__ import annotations
+
+import math
+
+
+def lin(i: int, o: int) -> int:
+    """An nn.Linear(i, o) with bias."""
+    return i * o + o
+
+
+def _conv(i: int, o: int, kernel: tuple) -> int:
+    """A convolution with bias over `kernel`."""
+    return i * o * math.prod(kernel) + o
+
+
+# ---- transformers -----------------------------------------------------------------------------
+
+def wan_transformer(c) -> dict:
+    """WanTransformer3DModel (diffusers models/transformers/transformer_wan.py), D = heads x
+    head_dim: Conv3d patch embedding (in_channels -> D over patch_size); condition embedder:
+    time 256 -> D -> D, time_proj D -> 6D, text PixArtAlphaTextProjection text_dim -> D -> D
+    (+ an image embedder when image_dim: I2V, not counted here, refused); per WanTransformerBlock
+    self-attention and cross-attention (q/k/v/out D -> D with bias, RMSNorm across heads on q and
+    k: 2D each), the cross-attention LayerNorm (affine, 2D, when cross_attn_norm), the GELU FFN
+    D -> ffn_dim -> D and a 6D scale_shift_table; proj_out D -> out x prod(patch) and a 2D
+    scale_shift_table. Text goes in by cross-attention (not joint)."""
+    heads, hd, layers = c.int("num_attention_heads"), c.int("attention_head_dim"), c.int("num_layers")
+    d, ffn, cin = heads * hd, c.int("ffn_dim"), c.int("in_channels")
+    patch = c.ints("patch_size")
+    if len(patch) != 3:
+        raise ValueError("patch_size")
+    if c.cfg.get("image_dim") or c.cfg.get("added_kv_proj_dim") or c.cfg.get("vace_layers"):
+        raise KeyError("image_dim")
+    text_dim, freq = c.int("text_dim"), c.int("freq_dim", 256)
+    embed = _conv(cin, d, tuple(patch)) + lin(freq, d) + lin(d, d) + lin(d, 6 * d) + \
+        lin(text_dim, d) + lin(d, d)
+    attn = 4 * lin(d, d) + 2 * d
+    block = 2 * attn + (2 * d if c.cfg.get("cross_attn_norm", True) else 0) + lin(d, ffn) + \
+        lin(ffn, d) + 6 * d
+    out = lin(d, (c.cfg.get("out_channels") or cin) * math.prod(patch)) + 2 * d
+    total = embed + layers * block + out
+    # the per-block scale_shift_table and time_proj are the adaptive-norm terms run once per
+    # video, not per token (workloads/diffusion/flops.py)
+    per_image = lin(d, 6 * d) + layers * 6 * d
+    return {"kind": "wan", "params": total, "hidden": d, "layers": layers, "heads": heads,
+            "ffn": ffn, "patch": patch[1], "patch_t": patch[0], "joint_text": False,
+            "rope": True, "cross_attention_dim": text_dim, "quantize": True,
+            "linear_fraction": 0.999, "layerwise_skip_params": per_image}
+
+
+def qwenimage_transformer(c, text_tokens: int) -> dict:
+    """QwenImageTransformer2DModel (diffusers transformer_qwenimage.py), D = heads x head_dim:
+    time embedder 256 -> D -> D, txt_norm RMSNorm(joint_attention_dim), img_in in -> D, txt_in
+    joint -> D; per QwenImageTransformerBlock img_mod and txt_mod D -> 6D, joint attention with
+    q/k/v, add_q/add_k/add_v, to_out and to_add_out (D -> D with bias), RMSNorm q/k and added
+    q/k (head_dim each), GELU MLPs D -> 4D -> D per stream; norm_out D -> 2D, proj_out D ->
+    patch^2 x out_channels."""
+    heads, hd, layers = c.int("num_attention_heads"), c.int("attention_head_dim"), c.int("num_layers")
+    d, p, cin, joint = heads * hd, c.int("patch_size"), c.int("in_channels"), c.int("joint_attention_dim")
+    if c.cfg.get("guidance_embeds"):
+        raise KeyError("guidance_embeds")
+    embed = lin(256, d) + lin(d, d) + joint + lin(cin, d) + lin(joint, d)
+    block = 2 * lin(d, 6 * d) + 8 * lin(d, d) + 4 * hd + 2 * (lin(d, 4 * d) + lin(4 * d, d))
+    total = embed + layers * block + lin(d, 2 * d) + lin(d, p * p * (c.cfg.get("out_channels") or cin))
+    return {"kind": "qwen-image", "params": total, "hidden": d, "layers": layers,
+            "heads": heads, "ffn": 4 * d, "patch": p, "joint_text": True,
+            "text_tokens": text_tokens, "rope": True, "cross_attention_dim": joint,
+            "quantize": True, "linear_fraction": 0.999,
+            "layerwise_skip_params": layers * 2 * lin(d, 6 * d) + lin(d, 2 * d)}
+
+
+# ---- VAE ----------------------------------------------------------------------------------------
+
+def _wan_res(i: int, o: int) -> int:
+    """WanResidualBlock: RMS_norm (gamma only), causal 3x3x3 conv, RMS_norm, causal conv, a
+    1x1x1 shortcut conv when the channels change."""
+    k3 = (3, 3, 3)
+    return i + _conv(i, o, k3) + o + _conv(o, o, k3) + (_conv(i, o, (1, 1, 1)) if i != o else 0)
+
+
+def _wan_mid(d: int) -> int:
+    """WanMidBlock: resnet, attention (RMS_norm, 1x1 conv to qkv, 1x1 proj), resnet."""
+    return 2 * _wan_res(d, d) + d + _conv(d, 3 * d, (1, 1)) + _conv(d, d, (1, 1))
+
+
+def wan_vae(c) -> dict:
+    """AutoencoderKLWan / AutoencoderKLQwenImage (diffusers autoencoder_kl_wan.py,
+    autoencoder_kl_qwenimage.py; the Wan 2.1 layout, is_residual false): encoder dims
+    base x [1] + dim_mult, num_res_blocks resnets per level, a stride-2 Conv2d (+ a (3,1,1)
+    causal time conv where temperal_downsample) between levels, mid block, RMS_norm + conv to
+    2 x z; quant / post-quant 1x1x1 convs; decoder dims base x [last] + reversed(dim_mult), the
+    input of every level after the first halved (the upsamplers' Conv2d outputs dim // 2),
+    num_res_blocks + 1 resnets, upsample2d / upsample3d (+ a (3,1,1) time conv to 2 x dim)."""
+    if c.cfg.get("is_residual") or c.cfg.get("patch_size") or c.cfg.get("attn_scales"):
+        raise KeyError("is_residual")
+    base, z, nrb = c.int("base_dim", 96), c.int("z_dim", 16), c.int("num_res_blocks", 2)
+    mult = c.ints("dim_mult") if "dim_mult" in c.cfg else [1, 2, 4, 4]
+    td = list(c.cfg.get("temperal_downsample", [False, True, True]))
+    if len(td) != len(mult) - 1:
+        raise ValueError("temperal_downsample")
+    dims = [base * u for u in [1] + mult]
+    enc = _conv(3, dims[0], (3, 3, 3))
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        for _ in range(nrb):
+            enc, a = enc + _wan_res(a, b), b
+        if i != len(mult) - 1:
+            enc += _conv(b, b, (3, 3)) + (_conv(b, b, (3, 1, 1)) if td[i] else 0)
+    top = dims[-1]
+    enc += _wan_mid(top) + top + _conv(top, 2 * z, (3, 3, 3))
+    quant = _conv(2 * z, 2 * z, (1, 1, 1)) + _conv(z, z, (1, 1, 1))
+    dd = [base * u for u in [mult[-1]] + mult[::-1]]
+    tu = td[::-1]
+    dec = _conv(z, dd[0], (3, 3, 3)) + _wan_mid(dd[0])
+    for i, (a, b) in enumerate(zip(dd[:-1], dd[1:])):
+        a = a // 2 if i else a
+        for _ in range(nrb + 1):
+            dec, a = dec + _wan_res(a, b), b
+        if i != len(mult) - 1:
+            dec += _conv(b, b // 2, (3, 3)) + (_conv(b, 2 * b, (3, 1, 1)) if tu[i] else 0)
+    dec += dd[-1] + _conv(dd[-1], 3, (3, 3, 3))
+    return {"kind": "kl3d-wan", "params": enc + quant + dec, "latent_channels": z,
+            "block_out_channels": dd[1:], "decoder_in_channels": dd[0],
+            "layers_per_block": nrb, "downsample": 2 ** (len(mult) - 1),
+            "temporal_compression": 2 ** sum(1 for t in td if t), "temporal_upsample": tu,
+            "sample_size": 256, "attention": True}
+
+
+# ---- text encoders ------------------------------------------------------------------------------
+
+def umt5_encoder(c, max_tokens: int) -> dict:
+    """UMT5EncoderModel (transformers models/umt5/modeling_umt5.py): the shared embedding, per
+    layer q/k/v/o without bias, its own relative position bias (buckets x heads: UMT5 gives
+    every layer one, unlike T5's first layer only), a gated FFN and two RMSNorms; a final
+    RMSNorm."""
+    d, layers, ffn = c.int("d_model"), c.int("num_layers"), c.int("d_ff")
+    heads, dkv, vocab = c.int("num_heads"), c.int("d_kv", 64), c.int("vocab_size")
+    gated = bool(c.cfg.get("is_gated_act")) or str(c.cfg.get("feed_forward_proj", "")).startswith("gated")
+    per = 4 * d * heads * dkv + (3 if gated else 2) * d * ffn + 2 * d + \
+        c.int("relative_attention_num_buckets", 32) * heads
+    return {"kind": "t5-encoder", "params": vocab * d + layers * per + d, "hidden": d,
+            "layers": layers, "heads": heads, "head_dim": dkv, "ffn": ffn, "gated": gated,
+            "max_tokens": max_tokens, "quantize": True, "embedding_params": vocab * d}
