@@ -24,6 +24,16 @@ BAD = {
                [{"name": "a", "shape": [2]}, {"name": "a", "shape": [3]}], [{"shape": [-1]}]],
     "work_buffers": [[], {"fft": "maybe"}, {"solver": "lu"}, {"restart": 0}, {"pivot": 1}],
     "video": [3, {"codec": "vp8"}, {"streams": 0}, {"format": "rgb"}, {"mode": "stream"}],
+    "speculative": [3, {}, {"method": "medusa"}, {"method": "eagle"},
+                    {"method": "draft_model", "model": "no-such-model",
+                     "num_speculative_tokens": 2},
+                    {"method": "draft_model", "model": "bert-base-uncased",
+                     "num_speculative_tokens": 2},
+                    {"method": "eagle", "num_speculative_tokens": 0},
+                    {"method": "eagle", "model": "x", "num_speculative_tokens": 2},
+                    {"method": "mtp", "heads": 2}],
+    "offload_layers": [-1, "2", 1.5],
+    "offload_experts": [-1, True],
 }
 
 

@@ -19,6 +19,7 @@ hardware database's dense `throughput`). `roofline()` adds:
 | `needed_bandwidth_gbs` | bytes_per_step / compute_floor_s: the bandwidth at which memory stops limiting |
 | `max_tokens_per_s` | tokens_per_step / min_step_time_s (both floors) |
 | `memory_bound_tokens_per_s`, `compute_bound_tokens_per_s` | tokens_per_step over each floor alone |
+| `host_link_floor_s`, `host_link_tokens_per_s` | with weights in host memory (`host_read_bytes_per_step`): those bytes over the host link (`host_link_gbs`, `host_link`), a third floor |
 
 Both floors are bounds, not predictions: real steps add kernel launch gaps, communication and
 less-than-peak matmul efficiency (40-60% of dense peak is common for LLM training), so a
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 from .hardware.capabilities import compute_dtype  # noqa: F401 (the footprints' compute_dtype)
 from .hardware.capabilities import dense_rate
+from .hardware.links import host_link
 
 
 def _rate(device, dtype: str) -> tuple[float | None, str]:
@@ -83,9 +85,32 @@ def roofline(bw: dict, device) -> tuple[dict, list[str]]:
     else:
         notes.append("compute floor not modelled for this workload (FLOPs not counted): the "
                      "step time and rates are the memory-bandwidth floor only")
+    host = _host_floor(out, device, notes)   # weights read from host memory (inference offload)
+    floor, floor_ds = max(floor, host), max(floor_ds, host)
     out["min_step_time_s"] = floor
     out["min_step_time_datasheet_s"] = floor_ds
     if tokens:
         out["memory_bound_tokens_per_s"] = tokens / mem
         out["max_tokens_per_s"] = tokens / floor
+        if host:
+            out["host_link_tokens_per_s"] = tokens / host
     return out, notes
+
+
+def _host_floor(out: dict, device, notes: list[str]) -> float:
+    """host_read_bytes_per_step (a footprint with weights in host memory) over the GPU's host
+    link (hardware/links.py): host_link_gbs, host_link and host_link_floor_s; 0 without."""
+    nbytes = out.get("host_read_bytes_per_step")
+    if not nbytes:
+        return 0.0
+    gbs, name = host_link(device)
+    if not gbs:
+        notes.append("host-link floor not given: the hardware database has no PCIe / C2C link "
+                     "for this GPU")
+        return 0.0
+    out["host_link_gbs"], out["host_link"] = gbs, name
+    out["host_link_floor_s"] = nbytes / (gbs * 1e9)
+    notes.append(f"host link: {nbytes / 1e9:,.2f} GB of host-resident weights per step over "
+                 f"{name} ({gbs:,.1f} GB/s per direction) take at least "
+                 f"{out['host_link_floor_s'] * 1e3:,.1f} ms; the step is no faster")
+    return out["host_link_floor_s"]

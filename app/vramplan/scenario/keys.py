@@ -20,6 +20,7 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      MODELLESS_TASKS, OPTIMIZERS, PRECISIONS, TASKS, TRAINING_TASKS,
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
+from . import inference_keys as IK
 from .rules import OFFLOAD, OPTIONS, read_safety_margin
 from .schema import KINDS, NO_MODEL, Key
 
@@ -212,6 +213,23 @@ EXTRA = (
     _x("video", "object", "Video sessions", "NVENC/NVDEC sessions {\"mode\", \"codec\", "
        "\"streams\", \"format\", \"surfaces\", \"lookahead\", \"bframes\"}; the frame is "
        "`resolution`", _R, parse=X.video),
+    # inference on decoders (issue 21.5): speculative decoding and layers / experts in host
+    # memory (scenario/inference_keys.py; workloads/transformer/speculative.py, offload_inference.py)
+    _x("speculative", "object", "Speculative decoding", "{\"method\": draft_model | eagle | "
+       "eagle3 | mtp | ngram, \"model\" (draft_model: the draft's catalog id), "
+       "\"num_speculative_tokens\"} as vLLM's speculative_config: the proposer's weights, its "
+       "KV cache and the verify step's extra tokens", ("generate", "serve"),
+       families=("decoder",), where="decoders, tasks generate / serve",
+       parse=IK.read_speculative, default_doc="none (no speculation)"),
+    _x("offload_layers", "int", "Layers in host memory", "decoder layers whose weights stay in "
+       "CPU memory (accelerate device_map 'cpu' for the last N layers), copied to the GPU for "
+       "their forward", ("generate",), families=("decoder",),
+       where="decoders, task generate", lo=0, hi=BIG, unit="layers", default_doc="0"),
+    _x("offload_experts", "int", "MoE layers' experts in host memory", "MoE layers whose "
+       "routed experts stay in CPU memory (llama.cpp --n-cpu-moe N: the first N); the GPU "
+       "reads the experts a step routes to over the host link", ("generate",),
+       families=("decoder",), where="MoE decoders, task generate", lo=0, hi=BIG,
+       unit="layers", default_doc="0"),
 )
 
 KEYS: tuple[Key, ...] = CONTRACT + NESTED + EXTRA
@@ -318,6 +336,9 @@ def markdown() -> str:
     for task in MODELLESS_TASKS:
         lines += [f"### task `{task}`", ""]
         lines += _table([k for k in EXTRA if task in k.tasks], applies=False, task=task) + [""]
+    inference = [k for k in EXTRA if not set(k.tasks) & set(MODELLESS_TASKS)]
+    if inference:   # workload keys of model tasks (speculative decoding, inference offload)
+        lines += ["### model tasks", ""] + _table(inference) + [""]
     return "\n".join(lines).rstrip() + "\n"
 
 

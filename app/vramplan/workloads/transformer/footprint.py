@@ -17,7 +17,7 @@ from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ...scenario.rules import max_positions
 from ..base import Footprint
-from . import encdec, engine, formats, layer_types, traffic
+from . import encdec, engine, formats, layer_types, offload_inference, speculative, traffic
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from .lora import LORA_GROUPS, lora_modules
@@ -278,8 +278,10 @@ class _Ctx(Training, StackHooks):
             "step) and logits for every prompt position; sdpa/flash: DynamicCache (one layer's "
             "copy) and last-position logits (options dynamic-cache / static-cache / "
             "legacy-cache override)")
-        peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
         bw = self._generate_bw(cache, prefill_act, n)
+        prop = speculative.apply_generate(self, phases, cache, kv_b)   # speculative.py
+        offload_inference.apply_generate(self, phases, speculative.bandwidth(bw, prop))
+        peak, comps = peak_of(phases)   # per element for a sweep's batch axis (vramplan.vec)
         self._layer_notes(kv_b)
         one = layer_types.one_layer_bytes(a, kv_final, b, s + n - 1, kv_b, self.L.tensor,
                                           False) if n > 1 else 0
@@ -348,6 +350,9 @@ class _Ctx(Training, StackHooks):
         kv_b = 1 if kv_dtype.startswith("fp8") else 2
         kvpt = max(1, layer_types.growth_per_token(a, kv_b, self.L.tensor))
         seq_bytes = layer_types.cache_fn(a, kv_b, self.L.tensor, engine="vllm", state_b=2)
+        prop, act_d, kvpt, seq_bytes = speculative.serve_terms(self, kv_b, seqs, kvpt, seq_bytes)
+        if prop is not None:   # the proposer's weights and sampler rows come out of the pool
+            w, act, kv = w + prop.weight_bytes, act + act_d, max(0, kv - prop.weight_bytes - act_d)
         self._layer_notes(kv_b)
         self.notes.append(
             f"serve: vLLM-style engine; KV pool = {util:.2f} x GPU memory - weights - profiled "
@@ -357,6 +362,7 @@ class _Ctx(Training, StackHooks):
         # vLLM's "maximum concurrency": requests of the stated length the pool holds, capped
         # by the scheduler's max_num_seqs; the decode step runs min(batch_size, that)
         cap, bw, note = traffic.serve_step(self, kv, kvpt, seqs, mml, seq_bytes)
+        speculative.bandwidth(bw, prop)
         self.notes.append(note)
         if bw.get("tokens_per_step"):
             bw["compute_dtype"] = compute_dtype(self.prec, self.opts)
