@@ -19,6 +19,9 @@ torch 2.13); each is emulated by rewriting one call in a TorchFunctionMode:
    `exp_avg_sq` in Adam), to a per-tensor loop on CPU; see `optimizer_kwargs`.
 5. torchvision's `roi_align`: without its C++ ops it runs a Python fallback that keeps every
    bilinear sample for backward; CUDA's kernel keeps the rois only (`roi_align.py`).
+6. Mamba2 and Gated DeltaNet layers (transformers' hub-kernel functions): the CPU runs their
+   torch fallbacks; CUDA runs mamba_ssm's combined scan and fla's chunked delta rule with
+   causal-conv1d (`linear_mixers.py`).
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 
+from .linear_mixers import Patched as LinearMixersPatched
 from .roi_align import Patched as RoIAlignPatched
 from .sdpa import mem_efficient_sdpa, needs_mem_efficient
 
@@ -66,6 +70,7 @@ class CudaKernels(TorchFunctionMode):
     def __enter__(self):
         # torchvision's roi_align is Python, not a torch function: swapped while active
         self._roi_align = RoIAlignPatched(self._count).__enter__()
+        self._mixers = LinearMixersPatched(self._count).__enter__()
         return super().__enter__()
 
     def __exit__(self, *exc):
@@ -73,6 +78,7 @@ class CudaKernels(TorchFunctionMode):
             return super().__exit__(*exc)
         finally:
             self._roi_align.__exit__(*exc)
+            self._mixers.__exit__(*exc)
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})

@@ -15,7 +15,7 @@ from ...vec import isin, to_int, truth, vmax, where
 from ...vec import peak as peak_of
 from ..base import Footprint
 from . import encdec as encdec_mod
-from . import sharding, traffic
+from . import mixer_activations, sharding, traffic
 from .activations import (inner_dropout, layer_coeffs, saves_output, selective_coeff,
                           upcasts_softmax)
 from .family import lora_head
@@ -190,6 +190,8 @@ class Training:
         T = self.tokens()
         sbh = T * a.hidden
         c, sc_coef = layer_coeffs(a, k, keep)
+        dc, att_share = mixer_activations.hybrid_adjust(a, k, c, keep)   # DeltaNet / Mamba2
+        c, sc_coef = c + dc, sc_coef * att_share
         tp = L.tensor
         sp = tp > 1 and "sequence-parallel" in self.opts
         c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)

@@ -1,0 +1,202 @@
+"""CUDA's fused Mamba2 and Gated DeltaNet kernels for traces (`--kernels cuda`), by their
+allocations.
+
+transformers 5.23 calls these layers' kernels through `use_kernel_func_from_hub_with_fallback`
+(integrations/hub_kernels.py: a Hub kernel, else the original package, else the torch function):
+on a GPU with `mamba_ssm` / `fla` / `causal_conv1d` installed the layer runs one fused autograd
+function; a CPU trace gets the torch fallback, which keeps every chunk's intermediate tensors for
+backward (several times what the kernel keeps) or, for Mamba2 in training, a different path (the
+fallback returns None and the layer runs its step-by-step torch_forward). While the emulation is
+active the modelling modules' names point at functions that allocate and save what the kernels
+do (fake tensors only; a real CPU run keeps the fallback):
+
+* Mamba2 in training (GraniteMoeHybridMambaLayer, NemotronHMamba2Mixer, BambaMixer call
+  `mamba2_split_conv1d_scan_combined(in_proj(x), ..., rmsnorm_weight, outproj_weight)`):
+  mamba_ssm `MambaSplitConv1dScanCombinedFn` (mamba_ssm/ops/triton/ssd_combined.py, state-spaces/
+  mamba@e9594ce1) saves `zxbcdt` (the in_proj output), the conv weight / bias, `out_x` (the
+  scan output, heads x head_dim, zxbcdt's dtype), A, D, dt_bias, the norm weight, `rstd` (fp32,
+  one per token and group), the out_proj weight / bias; the conv output, the gated norm output
+  and out_proj's input are temporaries (recomputed in backward). Under autocast it casts the
+  norm output and out_proj's weight to the autocast dtype for the projection.
+* Gated DeltaNet (Qwen3NextGatedDeltaNet): `causal_conv1d_fn` is causal-conv1d's
+  `CausalConv1dFn` (saves x, weight, bias; the SiLU is recomputed in backward) and
+  `torch_chunk_gated_delta_rule` is fla's `ChunkGatedDeltaRuleFunction` (fla/ops/
+  gated_delta_rule/chunk.py, fla-org/flash-linear-attention@bc3b101d): with
+  use_qk_l2norm_in_kernel it saves the l2-normalised q and k (new tensors, q's dtype) and their
+  fp32 rstd (one per token and key head), v (made contiguous by `input_guard`: a copy of the
+  conv output's slice), g (the chunk-local cumsum, fp32, `chunk_local_cumsum(output_dtype=
+  torch.float)`), beta, and A ([B, T, HV, 64], k's dtype: `solve_tril(output_dtype=k.dtype)`).
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch._subclasses.fake_tensor import is_fake
+
+CHUNK = 64          # fla's chunk_size (the width of A per token and value head)
+MAMBA_MODULES = ("granitemoehybrid", "nemotron_h", "bamba")
+
+
+class Mamba2Combined(torch.autograd.Function):
+    """mamba_ssm MambaSplitConv1dScanCombinedFn with its out_proj, by its allocations."""
+
+    @staticmethod
+    def forward(ctx, zxbcdt, conv_w, conv_b, dt_bias, A, D, norm_w, out_w, out_b, heads,
+                head_dim, groups):
+        b, s, _ = zxbcdt.shape
+        inner = heads * head_dim
+        conv_dim = conv_w.shape[0]
+        xbc = zxbcdt.new_empty((b, s, conv_dim))          # causal_conv1d_fwd output (temp.)
+        out_x = zxbcdt.new_empty((b, s, heads, head_dim))  # the chunked scan's output
+        rstd = torch.empty((b * s * groups,), dtype=torch.float32, device=zxbcdt.device)
+        out = zxbcdt.new_empty((b, s, inner))              # the gated RMSNorm's output
+        del xbc
+        w = out_w
+        if torch.is_autocast_enabled(zxbcdt.device.type):
+            dt = torch.get_autocast_dtype(zxbcdt.device.type)
+            out, w = out.to(dt), out_w.to(dt)
+        with torch.autocast(zxbcdt.device.type, enabled=False):
+            y = torch.nn.functional.linear(out, w, None if out_b is None else out_b.to(w.dtype))
+        ctx.save_for_backward(zxbcdt, conv_w, conv_b, out_x, A, D, dt_bias, norm_w, rstd,
+                              out_w, out_b)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        zxbcdt, conv_w, conv_b, out_x, A, D, dt_bias, norm_w, rstd, out_w, out_b = \
+            ctx.saved_tensors
+        # mamba_ssm's backward: dzxbcdt = empty_like(zxbcdt), the recomputed conv output and
+        # norm output, the scan's dout_x; then the parameters' gradients
+        dz = torch.empty_like(zxbcdt)
+        tmp = (zxbcdt.new_empty((*zxbcdt.shape[:2], conv_w.shape[0])), torch.empty_like(out_x),
+               torch.empty_like(out_x))
+        del tmp
+
+        def g(t):
+            return None if t is None or not t.requires_grad else torch.empty_like(t)
+        return (dz, g(conv_w), g(conv_b), g(dt_bias), g(A), g(D), g(norm_w), g(out_w), g(out_b),
+                None, None, None)
+
+
+def mamba2_combined(original):
+    """A stand-in for transformers' `mamba2_split_conv1d_scan_combined`."""
+    def call(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, chunk_size=256, *args,
+             rmsnorm_weight=None, outproj_weight=None, outproj_bias=None, headdim=None,
+             ngroups=1, **kwargs):
+        if not is_fake(zxbcdt) or rmsnorm_weight is None or outproj_weight is None:
+            return original(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, chunk_size,
+                            *args, rmsnorm_weight=rmsnorm_weight, outproj_weight=outproj_weight,
+                            outproj_bias=outproj_bias, headdim=headdim, ngroups=ngroups,
+                            **kwargs)
+        Patched.count("mamba2->mamba_ssm combined kernel")
+        heads = D.shape[0]
+        return Mamba2Combined.apply(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D,
+                                    rmsnorm_weight, outproj_weight, outproj_bias, heads,
+                                    int(headdim), int(ngroups))
+    return call
+
+
+class CausalConv1d(torch.autograd.Function):
+    """causal-conv1d's CausalConv1dFn (silu inside, recomputed in backward)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x, weight, bias)
+        return torch.empty_like(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, bias = ctx.saved_tensors
+        return (torch.empty_like(x), torch.empty_like(weight),
+                None if bias is None else torch.empty_like(bias))
+
+
+def causal_conv1d(original):
+    def call(hidden_states, weight, bias=None, activation=None, **kwargs):
+        if not is_fake(hidden_states):
+            return original(hidden_states, weight, bias, activation, **kwargs)
+        Patched.count("causal_conv1d->kernel")
+        return CausalConv1d.apply(hidden_states, weight, bias)
+    return call
+
+
+class GatedDeltaRule(torch.autograd.Function):
+    """fla ChunkGatedDeltaRuleFunction (use_qk_l2norm_in_kernel=True), by its allocations."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, beta):
+        b, s, hk, _ = q.shape
+        hv = v.shape[2]
+        f32 = dict(dtype=torch.float32, device=q.device)
+        qn, kn = torch.empty_like(q, memory_format=torch.contiguous_format), \
+            torch.empty_like(k, memory_format=torch.contiguous_format)
+        q_rstd, k_rstd = torch.empty((b, s, hk), **f32), torch.empty((b, s, hk), **f32)
+        vc = v.contiguous()
+        gc = torch.empty(g.shape, **f32)                      # chunk_local_cumsum, fp32
+        A = k.new_empty((b, s, hv, CHUNK))                    # solve_tril(output_dtype=k.dtype)
+        o = q.new_empty((b, s, hv, v.shape[-1]))
+        ctx.save_for_backward(qn, q_rstd, kn, k_rstd, vc, gc, beta, A)
+        return o
+
+    @staticmethod
+    def backward(ctx, grad_o):
+        qn, q_rstd, kn, k_rstd, vc, gc, beta, A = ctx.saved_tensors
+        return (torch.empty_like(qn), torch.empty_like(kn), torch.empty_like(vc),
+                torch.empty_like(gc), torch.empty_like(beta))
+
+
+def gated_delta_rule(original):
+    def call(query, key, value, g, beta, chunk_size=64, initial_state=None,
+             output_final_state=False, use_qk_l2norm_in_kernel=False, **kwargs):
+        if (not is_fake(query) or initial_state is not None or output_final_state
+                or not use_qk_l2norm_in_kernel):
+            return original(query, key, value, g, beta, chunk_size, initial_state,
+                            output_final_state, use_qk_l2norm_in_kernel, **kwargs)
+        Patched.count("gated-delta-rule->fla chunk kernel")
+        return GatedDeltaRule.apply(query, key, value, g, beta), None
+    return call
+
+
+_SWAPS = [(f"transformers.models.{m}.modeling_{m}", "mamba2_split_conv1d_scan_combined",
+           mamba2_combined) for m in MAMBA_MODULES] + [
+    ("transformers.models.qwen3_next.modeling_qwen3_next", "causal_conv1d_fn", causal_conv1d),
+    ("transformers.models.qwen3_next.modeling_qwen3_next", "torch_chunk_gated_delta_rule",
+     gated_delta_rule)]
+
+
+class Patched:
+    """While active, the modelling modules already imported call the kernel stand-ins (nested
+    uses are fine: the outermost one patches); nothing happens for modules not imported."""
+    depth = 0
+    saved: list = []
+    counter = None
+
+    def __init__(self, count=None):
+        self._count = count
+
+    @staticmethod
+    def count(what):
+        if Patched.counter is not None:
+            Patched.counter(what)
+
+    def __enter__(self):
+        if Patched.depth == 0:
+            Patched.counter = self._count
+            Patched.saved = []
+            for mod_name, name, make in _SWAPS:
+                mod = sys.modules.get(mod_name)
+                if mod is not None and hasattr(mod, name):
+                    original = getattr(mod, name)
+                    Patched.saved.append((mod, name, original))
+                    setattr(mod, name, make(original))
+        Patched.depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        Patched.depth -= 1
+        if Patched.depth == 0:
+            for mod, name, original in Patched.saved:
+                setattr(mod, name, original)
+            Patched.saved, Patched.counter = [], None
+        return False

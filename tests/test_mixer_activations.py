@@ -1,0 +1,105 @@
+"""Training activations of Gated DeltaNet and Mamba2 layers (workloads/transformer/
+mixer_activations.py): what fla's / mamba_ssm's kernels save, by hand, and how a hybrid's
+mean block follows its layer kinds."""
+import json
+
+import pytest
+
+from vramplan.catalog import get_model
+from vramplan.catalog.hf_config import arch_from_config
+from vramplan.estimate import estimate
+from vramplan.workloads.transformer import mixer_activations as ma
+from vramplan.workloads.transformer.activations import Kernels, layer_coeffs
+
+BF16 = Kernels(p=2, mixed=False, attention="sdpa", dropout=False, compile=False)
+MIXED = Kernels(p=2, mixed=True, attention="sdpa", dropout=False, compile=False)
+
+
+def _arch(model, layers=None, **extra):
+    cfg = json.loads(json.dumps(get_model(model).config))
+    if layers is not None:
+        n = cfg["num_hidden_layers"]
+        for k, v in list(cfg.items()):
+            if (isinstance(v, list) and len(v) == n) or k == "hybrid_override_pattern":
+                cfg[k] = v[:layers]
+        cfg["num_hidden_layers"] = layers
+    cfg.update(extra)
+    return arch_from_config(cfg)
+
+
+def test_mamba2_kernel_saves_zxbcdt_out_x_and_rstd():
+    """Granite-4.0-H-Tiny: hidden 1536, 48 heads x 64 (inner 3072), 1 group, d_state 128.
+    zxbcdt = 2 x 3072 + 2 x 1 x 128 + 48 = 6448 wide; bf16-mixed: in_proj's 16-bit input (2 B),
+    zxbcdt (2 B each), out_x (3072 x 2 B), rstd (1 group x 4 B fp32)."""
+    a = _arch("ibm-granite/granite-4.0-h-tiny")
+    by_hand = (2 + 2 * 6448 + 2 * 3072 + 4 * 1) / 1536
+    assert ma.mamba_core(a, MIXED, {"qkv": True, "o": True}) == pytest.approx(by_hand)
+    assert by_hand == 19_046 / 1536
+
+
+def test_gated_deltanet_kernel_saves_by_hand():
+    """Qwen3-Next: 16 key heads x 128 (key_dim 2048), 32 value heads x 128 (value_dim 4096),
+    conv_dim 2 x 2048 + 4096 = 8192, hidden 2048; pure bf16 (p = 2, bf16 norm weight):
+    in_proj input 2; conv input 2 x 8192; fla: q, k (2 x 2 x 2048), v (2 x 4096), q / k rstd
+    (2 x 4 x 16), g cumsum (4 x 32), beta (2 x 32), A (2 x 64 x 32); gate softplus in / out
+    (8 x 32); gated RMSNorm (4 + 2 + 2 + 4 + 4) x 4096; out_proj input 2 x 4096."""
+    a = _arch("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    fla = 2 * 2 * 2048 + 2 * 4096 + 2 * 4 * 16 + 4 * 32 + 2 * 32 + 2 * 64 * 32
+    by_hand = 2 + 2 * 8192 + fla + 8 * 32 + 16 * 4096 + 2 * 4096
+    assert by_hand == 111_170
+    assert ma.deltanet_core(a, BF16, {"qkv": True, "o": True}) * 2048 == pytest.approx(by_hand)
+
+
+def test_uniform_models_are_unchanged():
+    a = _arch("Qwen/Qwen3-0.6B")
+    c, _ = layer_coeffs(a, MIXED)
+    assert ma.hybrid_adjust(a, MIXED, c) == (0.0, 1.0)
+
+
+def test_qwen3_next_mean_block_swaps_attention_for_deltanet():
+    """Layers linear, linear, linear, full: three of four layers swap the attention terms for
+    the DeltaNet ones; a quarter of the layers keep attention scores."""
+    a = _arch("Qwen/Qwen3-Next-80B-A3B-Instruct", layers=4)
+    assert a.layer_kinds == ("linear", "linear", "linear", "full")
+    keep = {"qkv": True, "o": True}
+    c, _ = layer_coeffs(a, BF16)
+    dc, share = ma.hybrid_adjust(a, BF16, c)
+    assert share == 0.25
+    assert dc == pytest.approx(3 / 4 * (ma.deltanet_core(a, BF16, keep)
+                                        - ma.attention_core(a, BF16, keep)))
+
+
+def test_nemotron_h_blocks_hold_a_mixer_or_an_mlp():
+    """Nemotron-H's first two blocks: mamba, mlp. A mamba block = norm + Mamba2 mixer; an mlp
+    block = norm + MLP; the uniform coefficient c counts norm + attention + norm + MLP in both:
+    mean = ((norm + mamba) + (c - norm - attention)) / 2."""
+    a = _arch("nvidia/Nemotron-H-8B-Base-8K", layers=2)
+    assert a.layer_kinds == ("mamba", "mlp")
+    keep = {"qkv": True, "o": True}
+    c, _ = layer_coeffs(a, MIXED)
+    norm = 4 + 4                 # HF RMSNorm under autocast: x.float() and the fp32 normed x
+    att, mam = ma.attention_core(a, MIXED, keep), ma.mamba_core(a, MIXED, keep)
+    mean = ((norm + mam) + (c - norm - att)) / 2
+    dc, share = ma.hybrid_adjust(a, MIXED, c)
+    assert share == 0.0
+    assert c + dc == pytest.approx(mean)
+
+
+def test_hybrid_training_activations_follow_the_layer_kinds():
+    """The estimate's forward activations of Granite-4.0-H-Tiny (6 layers: 5 mamba, 1 full):
+    changing the Mamba2 mixer's width changes them; a uniform model's do not move."""
+    def acts(model, layers, **extra):
+        cfg = json.loads(json.dumps(get_model(model).config))
+        n = cfg["num_hidden_layers"]
+        for k, v in list(cfg.items()):
+            if isinstance(v, list) and len(v) == n:
+                cfg[k] = v[:layers]
+        cfg.update(num_hidden_layers=layers, **extra)
+        e = estimate({"architecture": cfg, "task": "train", "batch_size": 1, "seq_len": 1024,
+                      "precision": "bf16", "optimizer": "adamw", "attention": "sdpa",
+                      "gpu": "nvidia-h100-sxm5-80gb"}, with_max_batch=False)
+        return e.footprint.phases["forward"]["activations"]
+    base = acts("ibm-granite/granite-4.0-h-tiny", 6)
+    wider = acts("ibm-granite/granite-4.0-h-tiny", 6, mamba_d_head=128)
+    # 5 mamba layers x 1024 tokens x (2 B zxbcdt x 2 x 48 x 64 more + 2 B out_x x 48 x 64 more)
+    assert wider - base == pytest.approx(5 * 1024 * (2 * 2 * 3072 + 2 * 3072), rel=1e-6)
