@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ScenarioError
+from ..vocab import FAMILIES, TASKS
 
 DATA = Path(__file__).resolve().parent / "data" / "stacks.toml"
 DEFAULT = "pytorch"
@@ -28,6 +29,10 @@ _RELEASE = re.compile(r"^v?(\d+(?:\.\d+)*)$")
 def _table() -> dict:
     d = tomllib.loads(DATA.read_text(encoding="utf-8"))
     stacks = {s["name"]: s for s in d["stack"]}
+    for s in d["stack"]:
+        odd = set(s.get("families", [])) - set(FAMILIES) | set(s.get("tasks", [])) - set(TASKS)
+        if odd:
+            raise ValueError(f"stacks.toml: stack {s['name']!r} names {sorted(odd)}")
     for c in d.get("change", []):
         if c["stack"] not in stacks:
             raise ValueError(f"stacks.toml: change point of unknown stack {c['stack']!r}")
@@ -38,6 +43,45 @@ def _table() -> dict:
 def names() -> tuple[str, ...]:
     """The stack names, in the data file's order (`pytorch` first)."""
     return tuple(_table()["stacks"])
+
+
+def applicable(family: str | None, task: str | None) -> tuple[str, ...]:
+    """The stacks that run this model family and task (the data file's `families` / `tasks`;
+    empty there: every one), `pytorch` first: what the page offers. None: not known yet."""
+    out = []
+    for name, st in _table()["stacks"].items():
+        fams, tasks = st.get("families") or (), st.get("tasks") or ()
+        if (family is None or not fams or family in fams) and \
+                (task is None or not tasks or task in tasks):
+            out.append(name)
+    return tuple(out)
+
+
+def change_points(name: str) -> tuple[tuple[str, str, bool], ...]:
+    """(since, mechanism, on) of a stack's change points, oldest first."""
+    st = _table()["stacks"][name]
+    rows = [(c["since"], c["mechanism"], bool(c["on"]))
+            for c in _table()["changes"] if c["stack"] == name]
+    return tuple(sorted(rows, key=lambda r: parse_version(name, r[0], st["scheme"])))
+
+
+def versions(name: str) -> tuple[str, ...]:
+    """The versions at which a stack's mechanisms change (its change points), newest first:
+    the versions worth choosing (any other takes the nearest earlier one)."""
+    return tuple(reversed(tuple(dict.fromkeys(p for p, _m, _on in change_points(name)))))
+
+
+def choices(family: str | None, task: str | None) -> tuple[str, ...]:
+    """The `stack` values worth offering for a family and task: each applicable name (taken at
+    its newest change point) followed by NAME@VERSION for each of its change points, newest
+    first ('pytorch', 'torchtitan', 'torchtitan@2025-12', ..., 'torchtitan@2024-04', ...)."""
+    return tuple(v for n in applicable(family, task)
+                 for v in (n, *(f"{n}@{p}" for p in versions(n))))
+
+
+def scheme(name: str) -> str:
+    """'month' (YYYY-MM) or 'release' (dotted numbers)."""
+    return _table()["stacks"][name]["scheme"]
 
 
 def parse_version(name: str, v: str, scheme: str) -> tuple[int, ...]:

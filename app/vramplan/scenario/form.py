@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..catalog import list_models
+from ..catalog.stacks import choices as stack_choices
 from ..errors import ScenarioError
 from ..hardware import default_db
 from ..readers import read_obj
@@ -147,6 +148,8 @@ class _Draft:
             return tuple(m.id for m in list_models())
         if k.name == "gpu":
             return tuple(dev.id for dev in default_db().devices)
+        if k.name == "stack":                 # the stacks that run this family and task
+            return stack_choices(fam, t)
         return tuple(k.choices) if k.choices is not None else None
 
     def bounds(self, k: Key) -> tuple:

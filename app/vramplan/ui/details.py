@@ -13,6 +13,7 @@ import ipywidgets as W
 from . import looks as L
 from .i18n import N_, _, current_lang, msg
 from .section import section
+from .stack_view import stack_html
 from .text import count, label_of, rate_gbs, seconds, si, size
 
 _e = html.escape
@@ -159,7 +160,8 @@ class Details(W.GridBox):
             return
         self._shown = st.result
         self.bandwidth.value = bandwidth_html(st.result.get("bandwidth") or {})
-        self.notes.value = notes_html(st.result.get("recommendations") or [], st.notes())
+        self.notes.value = stack_html(st.result.get("stack")) + \
+            notes_html(st.result.get("recommendations") or [], st.notes())
 
     @property
     def value(self) -> str:

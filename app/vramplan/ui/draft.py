@@ -139,9 +139,10 @@ def draft_from_query(qs: str) -> tuple[dict, dict]:
 
 
 def readable_query(q: str) -> str:
-    """The same query with '/', ',' and ':' left as they are (allowed in a query string):
-    `model=meta-llama/Llama-3.1-8B` rather than `model=meta-llama%2FLlama-3.1-8B`."""
-    return urlencode(parse_qsl(q, keep_blank_values=True), safe="/,:")
+    """The same query with '/', ',', ':' and '@' left as they are (allowed in a query string,
+    RFC 3986 3.4): `model=meta-llama/Llama-3.1-8B` rather than `model=meta-llama%2FLlama-3.1-8B`,
+    `stack=torchtitan@2025-06` rather than `stack=torchtitan%402025-06`."""
+    return urlencode(parse_qsl(q, keep_blank_values=True), safe="/,:@")
 
 
 def flat(d: dict) -> dict:

@@ -16,6 +16,7 @@ from .i18n import N_, _, msg
 from .model_picker import ModelPicker
 from .objects import ObjectBox
 from .section import section
+from .stack_field import StackBox
 from .state import PlanState, draft_key
 from .text import message_html
 
@@ -75,7 +76,7 @@ class WorkloadForm(W.VBox):
     def widget(self, key: str):
         if key not in self.widgets:
             cls = ObjectBox if key in ("render_targets", "arrays", "work_buffers", "video",
-                                       "patch") else FieldBox
+                                       "patch") else StackBox if key == "stack" else FieldBox
             self.widgets[key] = cls(key, self._edit)
         return self.widgets[key]
 
