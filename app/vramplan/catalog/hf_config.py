@@ -22,6 +22,7 @@ from typing import Any
 from ..errors import ScenarioError
 from .layer_config import extras, layer_facts
 from .transformer_arch import TransformerArch
+from .weight_formats import weight_format
 
 # model_type -> (kind, style). `style` selects the reader below; any type not listed is read as
 # a Llama-like decoder ("generic") when it carries the Llama keys.
@@ -35,6 +36,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "gpt_oss": ("decoder", "llama"), "gemma3_text": ("decoder", "llama"),
     "qwen3_next": ("decoder", "llama"), "llama4_text": ("decoder", "llama"),
     "granitemoehybrid": ("decoder", "llama"), "nemotron_h": ("decoder", "llama"),
+    "glm4_moe": ("decoder", "llama"),
     "generic": ("decoder", "llama"),
     "phi": ("decoder", "phi"), "gpt2": ("decoder", "gpt2"), "gpt_bigcode": ("decoder", "gpt2"),
     "opt": ("decoder", "opt"), "falcon": ("decoder", "falcon"), "bloom": ("decoder", "bloom"),
@@ -50,7 +52,8 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
 # HF's PretrainedConfig default is tie_word_embeddings=True; these config classes override it.
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                       "phi3", "phi", "gpt_neox", "deepseek_v3", "deepseek_v2", "granite", "olmo2",
-                      "kimi_k2", "generic", "gpt_oss", "qwen3_next", "llama4_text", "nemotron_h"}
+                      "kimi_k2", "generic", "gpt_oss", "qwen3_next", "llama4_text", "nemotron_h",
+                      "glm4_moe"}
 
 # ---- what the kernels depend on ----------------------------------------------------------
 
@@ -185,6 +188,9 @@ def arch_from_config(config: dict) -> TransformerArch:
     arch = dataclasses.replace(reader(r, mt, kind, tied), **_kernel_facts(r, mt, style))
     if style == "llama":   # per-layer kinds, mixers, model-type extras, the shipped format
         arch = dataclasses.replace(arch, **layer_facts(r, mt, arch.layers))
+    elif style == "deepseek":   # DeepSeek-V3 / R1 and Kimi K2 ship block-scaled FP8
+        arch = dataclasses.replace(arch, weight_format=weight_format(
+            config.get("quantization_config")))
     if arch.heads % max(arch.kv_heads, 1):
         raise _bad(f"num_attention_heads ({arch.heads}) must be a multiple of the KV heads "
                    f"({arch.kv_heads})")
@@ -225,6 +231,10 @@ def _llama(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         step = r.int("interleave_moe_layer_step", default=1)
         shared, dense_first = 1, layers - layers // step
         ffn, moe_ffn = r.int("intermediate_size_mlp", default=ffn), ffn
+    if mt == "glm4_moe" and experts:   # Glm4MoeMoE: n_shared_experts of moe_intermediate_size;
+        # the first first_k_dense_replace layers are dense MLPs (Glm4MoeConfig defaults 1 and 1)
+        shared = r.int("n_shared_experts", default=1, minimum=0)
+        dense_first = r.int("first_k_dense_replace", default=1, minimum=0)
     if mt == "granitemoehybrid" and not experts:
         ffn = r.int("shared_intermediate_size", default=ffn)
     norms = 4 if mt in ("gemma2", "gemma3_text") else 1 if mt == "nemotron_h" else 2

@@ -91,6 +91,9 @@ def extras(r, mt: str) -> dict:
         return {"qk_norm": True, "attn_output_gate": r.bool("attn_output_gate", True)}
     if mt == "gemma3_text":  # Gemma3Attention: q_norm / k_norm over head_dim
         return {"qk_norm": True}
+    if mt == "glm4_moe":  # Glm4MoeAttention: q_norm / k_norm when use_qk_norm (GLM-4.5, not
+        # -Air); Glm4MoeTopkRouter: weight + e_score_correction_bias (transformers glm4_moe)
+        return {"qk_norm": r.bool("use_qk_norm", False), "router_bias_correction": True}
     if mt == "granitemoehybrid":  # GraniteMoeSharedMLP has no gate
         return {"shared_gate": False}
     return {}
