@@ -2,7 +2,7 @@
 verify step's extra tokens, as vLLM v1 runs it (and transformers' assisted generation for
 task generate).
 
-vLLM v1 (github.com/vllm-project/vllm, vllm/v1/spec_decode/):
+vLLM v1 (github.com/vllm-project/vllm, vllm/v1/spec_decode/; llm_base_proposer.py @82720b1):
 * draft_model.py `DraftModelProposer`: a separate model of the same tokenizer, loaded with its
   own embeddings and lm_head (`_maybe_share_embeddings` / `_maybe_share_lm_head` do nothing),
   tensor-parallel like the target (draft_tensor_parallel_size must equal it).
@@ -20,19 +20,26 @@ vLLM v1 (github.com/vllm-project/vllm, vllm/v1/spec_decode/):
 
 Proposer shapes:
 * draft_model: the catalog model (`speculative.model`), counted like any decoder.
-* eagle: one LlamaDecoderLayer of the target's width (vllm/model_executor/models/llama_eagle.py:
-  its first layer has no input_layernorm) + `fc` (2 h -> h, no bias); embeddings and lm_head
-  shared.
+* eagle: one LlamaDecoderLayer of the target's width (vllm/model_executor/models/llama_eagle.py
+  @00da923: its first layer's input_layernorm is deleted, no final norm) + `fc` (2 h -> h, no
+  bias); embeddings and lm_head shared.
 * eagle3: one decoder layer whose q/k/v read 2 h (the embedding and the fused hidden state),
   `fc` (3 h -> h, the target's three auxiliary hidden states), four RMSNorms and its own lm_head
-  over `draft_vocab_size` tokens (vllm/model_executor/models/llama_eagle3.py); embeddings shared.
-  The head's config is not in the catalog: its layer is taken at the target's hidden size,
-  heads and MLP width, and the draft vocabulary at 32,000 (the EAGLE-3 Llama-3.1 heads'
-  `draft_vocab_size`), stated in the notes.
+  over `draft_vocab_size` tokens (vllm/model_executor/models/llama_eagle3.py @00bd149: layer 0's
+  QKVParallelLinear reads 2 * hidden; input_layernorm, hidden_norm, post_attention_layernorm
+  and a final norm; fc 3 * target_hidden_size -> hidden; ParallelLMHead(draft_vocab_size));
+  embeddings shared. The head's config is not in the catalog: its layer is taken at the
+  target's hidden size, heads and MLP width and the draft vocabulary at 32,000 (the EAGLE-3
+  Llama-3.1 heads' `draft_vocab_size`; vLLM falls back to the full vocabulary when a head
+  states none), stated in the notes. Its int64 draft_id_to_target_id map (8 B per draft token)
+  is left out.
 * mtp: the target's `num_nextn_predict_layers` (DeepSeek-V3 / R1, GLM-4.5) or
   `mtp_num_hidden_layers` (Qwen3-Next) layers, each a decoder layer like the target's last
   (MoE where the model is) + enorm, hnorm, eh_proj (2 h -> h) and the shared head's norm
-  (vllm/model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer).
+  (vllm/model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer: enorm, hnorm,
+  eh_proj, mtp_block = DeepseekV2DecoderLayer, shared_head = norm + the shared head). The
+  layer is counted in the plan's format (some vLLM versions keep eh_proj unquantised: 2 h^2
+  parameters, 0.1B for DeepSeek-V3).
 * ngram: prompt lookup, no weights and no cache.
 
 transformers' generate runs draft_model (`assistant_model`: its own DynamicCache over the same
