@@ -98,5 +98,6 @@ def test_the_bar_is_to_scale_by_hand():
     from vramplan.ui.ranks_view import _bar
     # 60 GiB used against an 80 GiB limit on an 80 GiB track: 90 px bar, line at 120 px
     b = _bar(60 * 2**30, 80 * 2**30, 80 * 2**30, True)
-    assert "width:90px" in b and "left:120px" in b and "#16a34a" in b
-    assert "#dc2626" in _bar(90, 80, 90, False)
+    from vramplan.charts import theme            # the charts' fit / no-fit colours
+    assert "width:90px" in b and "left:120px" in b and theme.FIT_COLOR in b
+    assert theme.NO_FIT_COLOR in _bar(90, 80, 90, False)

@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from . import looks as L
+from ..charts import theme
 from ..report.ranks import ROLES, deciding_rank, limit_of, rank_rows
 from ..vocab import phase_label
 from .i18n import _
@@ -18,7 +19,7 @@ from .text import size
 
 _e = html.escape
 BAR_PX = 120          # the bar's width; the limit line sits at limit / scale of it
-FIT, OVER = "#16a34a", "#dc2626"
+FIT, OVER = theme.FIT_COLOR, theme.NO_FIT_COLOR      # the charts' colours (charts/theme.py)
 
 
 def _bar(used: int, limit: int | None, scale: int, fits: bool) -> str:
@@ -26,9 +27,9 @@ def _bar(used: int, limit: int | None, scale: int, fits: bool) -> str:
     w = round(BAR_PX * used / scale) if scale else 0
     line = "" if not limit else (
         f"<span class='vp-rank-limit' style='position:absolute;left:{round(BAR_PX * limit / scale)}px;"
-        "top:-2px;bottom:-2px;border-left:2px solid #111827'></span>")
+        f"top:-2px;bottom:-2px;border-left:2px solid {theme.STRONG_INK}'></span>")
     return (f"<span class='vp-rank-bar' style='position:relative;display:inline-block;"
-            f"width:{BAR_PX}px;height:10px;background:#f1f2f4'>"
+            f"width:{BAR_PX}px;height:10px;background:{theme.GRID}'>"
             f"<span style='position:absolute;left:0;top:0;bottom:0;width:{w}px;"
             f"background:{FIT if fits else OVER}'></span>{line}</span>")
 
