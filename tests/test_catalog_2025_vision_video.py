@@ -151,3 +151,89 @@ def test_inline_wan_i2v_is_refused_naming_the_component():
         pipeline_config(index)
     assert err.value.key == "architecture.configs.transformer"
     assert "image_dim" in str(err.value)
+
+
+# ---- vision backbones (catalog/data/vision_2025.json) -------------------------------------------
+
+from vramplan.workloads.vision.footprint import build, param_count  # noqa: E402
+from vramplan.workloads.vision.nets import mlp_width  # noqa: E402
+
+VISION_PUBLISHED = {   # model -> (published parameters, where, tolerance)
+    "facebook/dinov2-base": (86e6, "DINOv2 paper (arXiv:2304.07193): ViT-B/14 86M", 0.02),
+    "facebook/dinov2-large": (300e6, "DINOv2 paper: ViT-L/14 300M", 0.02),
+    # 1,136,480,768 is 3.3% above the paper's rounded "1.1B" (within its half-unit, 4.5%)
+    "facebook/dinov2-giant": (1.1e9, "DINOv2 paper: ViT-g/14 1.1B", 0.05 / 1.1),
+    "google/siglip2-so400m-patch14-384": (428.2e6, "timm vit_so400m_patch14_siglip_384 card: "
+                                                   "428.2M (the So400m/14 vision tower)", 0.02),
+}
+
+
+@pytest.mark.parametrize("mid", sorted(VISION_PUBLISHED))
+def test_vision_backbone_against_the_published_figure(mid):
+    published, _where, tol = VISION_PUBLISHED[mid]
+    assert get_model(mid).source.startswith("https://huggingface.co/" + mid)
+    assert abs(param_count(mid) / published - 1) <= tol
+
+
+def test_dinov2_base_by_hand():
+    """patch conv 3 x 14^2 x 768 + 768, cls + mask tokens 2 x 768, position table 1370 x 768;
+    per layer 2 LayerNorms (4 x 768), q/k/v/out 4 x (768^2 + 768), 2 LayerScales (2 x 768),
+    MLP 768 -> 3072 -> 768 with bias; a final LayerNorm; no classifier."""
+    d = 768
+    layer = 4 * d + 4 * (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d)
+    total = 3 * 14 * 14 * d + d + 2 * d + 1370 * d + 12 * layer + 2 * d
+    assert param_count("facebook/dinov2-base") == total == 86_580_480
+
+
+def test_dinov2_giant_swiglu_width():
+    """Dinov2SwiGLUFFN: int(2/3 x 1536 x 4) = 4096, already a multiple of 8; weights_in
+    1536 -> 8192, weights_out 4096 -> 1536."""
+    cfg = get_model("dinov2-giant").config
+    assert mlp_width(cfg, 1536) == 4096
+    plain = dict(cfg, mlp="gelu")
+    g_swi, _ = build(cfg, (518, 518), "f32", None, True, "sdpa", False)
+    g_mlp, _ = build(plain, (518, 518), "f32", None, True, "sdpa", False)
+    per_layer = (1536 * 8192 + 8192 + 4096 * 1536 + 1536) - (1536 * 6144 + 6144 + 6144 * 1536
+                                                              + 1536)
+    assert g_swi.params - g_mlp.params == 40 * per_layer
+
+
+def test_siglip_attention_pooling_head_by_hand():
+    """probe 1152, in_proj 3 x 1152^2 + 3 x 1152, out_proj 1152^2 + 1152, LayerNorm 2 x 1152,
+    MLP 1152 -> 4304 -> 1152 with bias = 15,238,352 on a 412,987,248-parameter tower."""
+    h, i = 1152, 4304
+    head = h + 3 * h * h + 3 * h + h * h + h + 2 * h + h * i + i + i * h + h
+    cfg = get_model("siglip2-so400m").config
+    g_map, _ = build(cfg, (384, 384), "f32", None, True, "sdpa", False)
+    g_cls, _ = build(dict(cfg, pool="cls"), (384, 384), "f32", None, True, "sdpa", False)
+    assert g_map.params - g_cls.params == head == 15_238_352
+    assert g_cls.params == 412_987_248
+
+
+def test_register_tokens_and_a_classifier_head():
+    """DINOv2 with 4 registers: 4 x 768 more parameters (no position rows) and 4 more tokens
+    in every layer; a 1000-class head adds 768 x 1000 + 1000."""
+    cfg = get_model("dinov2-base").config
+    base, _ = build(cfg, (224, 224), "f32", None, True, "sdpa", False)
+    reg, _ = build(dict(cfg, register_tokens=4), (224, 224), "f32", None, True, "sdpa", False)
+    head, _ = build(dict(cfg, num_classes=1000), (224, 224), "f32", None, True, "sdpa", False)
+    assert reg.params - base.params == 4 * 768
+    assert head.params - base.params == 768 * 1000 + 1000
+    tokens = lambda g: next(op.output.shape for op in g.ops if op.name == "cat_cls")  # noqa: E731
+    assert tokens(base) == (16 * 16 + 1, 768)          # 224 / 14 = 16 patches a side + CLS
+    assert tokens(reg) == (16 * 16 + 1 + 4, 768)
+
+
+@pytest.mark.parametrize("mid", sorted(VISION_PUBLISHED))
+def test_vision_estimates_on_an_h100_for_the_default_task(mid):
+    e = estimate({"model": mid}, H100)
+    assert e.peak_allocated_bytes > e.components["weights"] > 0
+
+
+def test_siglip_takes_384_with_stride_14():
+    """384 / 14 = 27.4: the patch conv keeps 27 x 27 = 729 patches (the position table's
+    rows), so 384 is accepted; DINOv2 (torch-style check) still asks for multiples of 14."""
+    estimate({"model": "siglip2-so400m", "task": "forward", "resolution": [384, 384]}, H100)
+    with pytest.raises(ScenarioError) as err:
+        estimate({"model": "dinov2-base", "task": "forward", "resolution": [224, 230]}, H100)
+    assert err.value.key == "resolution"

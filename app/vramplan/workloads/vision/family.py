@@ -20,7 +20,11 @@ def resolution_rule(cfg: dict) -> dict | None:
     torchvision asserts the size, Hugging Face interpolates the position embedding but still
     takes whole patches), a U-Net's 2^(levels - 1) (every max-pool halves the map and the
     up-path concatenates each level's skip, which must match exactly). CNNs, Swin (Hugging Face
-    pads to its windows) and the mmdet / mmseg models (they pad) take any size."""
+    pads to its windows) and the mmdet / mmseg models (they pad) take any size, as does a ViT
+    whose config says `drops_partial_patch` (transformers' SigLIP runs its stride-p patch conv
+    on any size and drops the remainder: So400m/14 at 384 px sees 27 x 27 patches)."""
+    if cfg.get("arch") == "vit" and cfg.get("drops_partial_patch"):
+        return None     # SigLIP So400m/14 at 384 px: the stride-14 conv keeps 27 x 27 patches
     if cfg.get("arch") == "vit":
         p = int(cfg.get("patch", 16))
         return {"multiple": p, "why": f"it cuts the image into {p}x{p} patches"}

@@ -123,6 +123,8 @@ def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=Fal
     elif arch in ("vit", "swin"):
         if arch == "vit":
             tok, _ = nets.vit(g, x0, cfg, mode)
+            if cfg.get("pool") == "map":            # SigLIP: attention-pooling head
+                tok = nets.map_head(g, tok, cfg, mode)
         else:
             tok = nets.swin(g, x0, cfg, mode)
         loss(nets.classifier(g, tok, classes, tokens=True, pool=cfg.get("pool", "cls"),

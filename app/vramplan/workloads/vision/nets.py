@@ -193,7 +193,7 @@ def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False,
 
 
 def vit_block(g: Graph, x: T, cfg: dict, mode: str, p_drop: float) -> T:
-    d, heads = x.shape[-1], cfg["heads"]
+    heads = cfg["heads"]
     style = cfg.get("attn_style", "torch")
     scale = cfg.get("layer_scale", False)
     y = attention(g, g.ln(x), heads, mode, style, rel_bias=cfg.get("rel_pos_bias", False),
@@ -201,22 +201,49 @@ def vit_block(g: Graph, x: T, cfg: dict, mode: str, p_drop: float) -> T:
     if scale:
         y = g.scale(y)
     x = g.add(x, g.drop_path(y, p_drop))
-    y = g.linear(g.act(g.linear(g.ln(x), int(d * cfg.get("mlp_ratio", 4))), "gelu"), d)
+    y = _mlp(g, g.ln(x), cfg)
     if scale:
         y = g.scale(y)
     return g.add(x, g.drop_path(y, p_drop))
 
 
+def mlp_width(cfg: dict, d: int) -> int:
+    """The MLP's hidden width: `mlp_dim` where the config gives it (SigLIP's intermediate_size
+    4304 at width 1152, not a ratio), else d x mlp_ratio; SwiGLU (`mlp: "swiglu"`, DINOv2
+    giant) as transformers' Dinov2SwiGLUFFN sizes it: int(2/3 x d x mlp_ratio) rounded up to a
+    multiple of 8 (1536 x 4 -> 4096)."""
+    width = int(cfg.get("mlp_dim") or d * cfg.get("mlp_ratio", 4))
+    if cfg.get("mlp") == "swiglu":
+        width = (int(width * 2 / 3) + 7) // 8 * 8
+    return width
+
+
+def _mlp(g: Graph, x: T, cfg: dict) -> T:
+    """GELU MLP d -> width -> d, or SwiGLU (Dinov2SwiGLUFFN: weights_in d -> 2 x width, chunk,
+    silu(x1) * x2, weights_out width -> d; chunk is a view)."""
+    d, width = x.shape[-1], mlp_width(cfg, x.shape[-1])
+    if cfg.get("mlp") != "swiglu":
+        return g.linear(g.act(g.linear(x, width), "gelu"), d)
+    y = g.linear(x, 2 * width)
+    x1, x2 = g.view(y, y.shape[:-1] + (width,)), g.view(y, y.shape[:-1] + (width,))
+    return g.linear(g.mul(g.act(x1, "silu"), x2), d)
+
+
 def vit(g: Graph, x: T, cfg: dict, mode: str) -> tuple:
-    """ViT / DeiT / BEiT: patchify conv, class (and distillation) tokens, position embedding,
-    pre-norm blocks. Returns (tokens, list of (C, H, W) feature maps at `out_indices`)."""
+    """ViT / DeiT / BEiT / DINOv2 / SigLIP: patchify conv, class (and distillation) tokens,
+    DINOv2's register tokens (`register_tokens`: after the class token, no position
+    embedding; transformers Dinov2WithRegistersEmbeddings) and mask token (`mask_token`: one
+    d-vector, a parameter used only when masking), position embedding, pre-norm blocks.
+    Returns (tokens, list of (C, H, W) feature maps at `out_indices`)."""
     p, d = cfg["patch"], cfg["hidden"]
     x = g.conv(x, d, p, p, pad=0, bias=True)
     gh, gw = x.spatial
     extra = cfg.get("extra_tokens", 1)
-    g.param(extra * d)
+    regs = cfg.get("register_tokens", 0)
+    g.param((extra + regs + (1 if cfg.get("mask_token") else 0)) * d)
     # flatten(2).transpose(1, 2) is a view; concatenating the class token copies
-    tok = g.copy(x, (gh * gw + extra, d), "cat_cls") if extra else g.view(x, (gh * gw, d))
+    tok = g.copy(x, (gh * gw + extra + regs, d), "cat_cls") if extra + regs else \
+        g.view(x, (gh * gw, d))
     if cfg.get("pos_embed", True):
         g.param((cfg.get("pos_grid", gh * gw) + extra) * d)
         tok = g.add(tok, tok)
@@ -285,8 +312,29 @@ def _window_attn(g: Graph, x: T, heads: int, nwin: int, wt: int, mode: str) -> T
     return g.linear(g.copy(o, (n, c)), c)
 
 
+def map_head(g: Graph, x: T, cfg: dict, mode: str) -> T:
+    """SigLIP's attention-pooling head (transformers SiglipMultiheadAttentionPoolingHead): a
+    learned probe (1 x d) queries the tokens through nn.MultiheadAttention (packed in_proj
+    3d x d + 3d, out_proj), then LayerNorm and the MLP with a residual; returns the pooled
+    d-vector (the probe's output)."""
+    n, d = x.shape
+    probe = g.custom("probe", [x], (1, d), params=d)        # the probe, expanded per sample
+    q, k, v = g.linear(probe, d), g.linear(x, d), g.linear(x, d)
+    heads = cfg["heads"]
+    if mode == "eager":
+        o = g.matmul(g.softmax(g.matmul(q, k, (heads, 1, n))), v, (1, d))
+    else:
+        o = g.sdpa(q, k, v, heads, (1, d))
+    o = g.linear(o, d)
+    o = g.add(o, _mlp(g, g.ln(o), cfg))
+    return g.view(o, (d,))
+
+
 def classifier(g: Graph, x: T, classes: int, tokens=False, pool="cls", ln_after=True) -> T:
-    """Global pool (CNN) or class token / mean (ViT) -> Linear."""
+    """Global pool (CNN) or class token / mean (ViT) -> Linear; `classes` 0 (a backbone with
+    no head: DINOv2, SigLIP's vision tower) returns the pooled feature itself."""
+    if classes == 0:
+        return x if not tokens or pool == "map" else g.view(x, (x.shape[-1],))
     if tokens:
         if pool == "mean":           # BEiT / Swin: mean over tokens (then LayerNorm for BEiT)
             f = g.copy(x, (x.shape[-1],), "mean")
