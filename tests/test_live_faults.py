@@ -234,7 +234,7 @@ def test_bandwidth_on_a_full_gpu_is_noted_and_the_measurement_kept(gpu, nvml, tm
     f.write_text(json.dumps(GPT2))
     assert main(["measure", "--scenario", str(f), "--bandwidth"]) == 0
     out = capsys.readouterr()
-    assert "peak_allocated_bytes" in out.out and "8.0 GiB" in out.out
+    assert "peak_allocated_bytes" in out.out and "8.00 GiB" in out.out
     note = out.err.strip()
     assert len(note.splitlines()) == 1 and "bandwidth (no free memory on GPU 0 for the bandwidth buffer (other processes hold 80.0 GiB of it))" in note
     released(cuda)
@@ -363,8 +363,8 @@ def test_monitor_goes_on_when_a_reading_fails_mid_run(nvml, capsys):
     assert main(["monitor", "--count", "3", "--interval", "0"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3
-    assert "used 30.0 GiB" in lines[0] and "used -" in lines[1] and "(NVML: GPU is lost)" in lines[1]
-    assert "used 30.0 GiB" in lines[2]
+    assert "used 30.00 GiB" in lines[0] and "used -" in lines[1] and "(NVML: GPU is lost)" in lines[1]
+    assert "used 30.00 GiB" in lines[2]
 
 
 @pytest.mark.parametrize("args, problem", [

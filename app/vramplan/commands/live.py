@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import safejson
 from ..errors import VramplanError
-from ..units import format_bytes
+from ..units import format_size
 from ._output import dump_json, emit, table
 
 CALIBRATION_HELP = ("calibration database (SQLite; default $VRAMPLAN_CALIBRATION, else "
@@ -23,7 +23,7 @@ CALIBRATION_HELP = ("calibration database (SQLite; default $VRAMPLAN_CALIBRATION
 
 
 def _fmt(v):
-    return "-" if v is None else format_bytes(v)
+    return format_size(v, none="-")      # the one size formatter (GiB, two decimals)
 
 
 def _note(parts) -> None:
@@ -202,7 +202,7 @@ def run_measure(args) -> int:
         emit(f"max batch {r['max_batch_size']} within {args.max_share:.0%} of free memory")
     if "leak_check" in r:
         lk = r["leak_check"]
-        emit(f"leak check: {'LEAK' if lk['leak'] else 'ok'}, {format_bytes(lk['growth_per_step_bytes'])}/step")
+        emit(f"leak check: {'LEAK' if lk['leak'] else 'ok'}, {format_size(lk['growth_per_step_bytes'])}/step")
     _note(notes)
     return 0
 
