@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..hardware import Device, default_db
-from ..units import GiB, UnitError, format_bytes, parse_bytes, parse_rate
+from ..units import GiB, MiB, UnitError, format_size, parse_bytes, parse_rate
 from ._output import add_format_arg, dump_json, emit, table, to_csv
 
 HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs"]
@@ -112,11 +112,12 @@ def describe(d: Device) -> str:
     kv("architecture", f"{d.architecture}" + (f" ({d.chip})" if d.chip else ""))
     kv("compute capability", d.compute_capability)
     kv("year / form factor", f"{d.year} / {d.form_factor}")
-    kv("memory", f"{format_bytes(d.memory_bytes)} {d.memory_type} ({d.memory_bytes} bytes)"
+    kv("memory", f"{format_size(d.memory_bytes)} {d.memory_type} ({d.memory_bytes} bytes)"
        + (" unified" if d.unified_memory else ""))
     if d.usable_memory_bytes:
         kv("usable (GPU share)" if d.unified_memory else "usable (driver)",
-           f"{format_bytes(d.usable_memory_bytes, 'MiB', 0)} ({d.usable_memory_bytes} bytes)"
+           f"{format_size(d.usable_memory_bytes)} = {d.usable_memory_bytes / MiB:.0f} MiB as "
+           f"nvidia-smi says it ({d.usable_memory_bytes} bytes)"
            + (f" = {d.usable_memory_bytes / d.memory_bytes:.1%} of RAM" if d.unified_memory else ""))
     kv("GPU share of RAM", d.usable_memory_note)
     bus = f"{d.bus_width_bits}-bit" if d.bus_width_bits else "bus ?"
