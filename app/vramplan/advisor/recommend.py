@@ -17,6 +17,7 @@ from ..errors import ScenarioError
 from ..estimate import estimate
 from . import comm
 from . import costs as C
+from . import stack_snippets
 from .levers import BY_ID, LEVERS, Ctx, Lever
 
 
@@ -28,8 +29,11 @@ def _how() -> dict:
     return tomllib.loads((C.DATA / "how.toml").read_text(encoding="utf-8"))
 
 
-def how_for(lever: Lever) -> dict:
-    return dict(_how().get(lever.how or lever.id, {}))
+def how_for(lever: Lever, sc=None) -> dict:
+    """How to switch the lever on, per ecosystem; the plan's `stack` first, in its own syntax
+    (stack_snippets.py, data/stack_snippets.toml)."""
+    key = lever.how or lever.id
+    return stack_snippets.ordered(key, _how().get(key, {}), getattr(sc, "stack", None))
 
 
 @dataclass
@@ -128,8 +132,8 @@ def evaluate(ctx: Ctx, lever: Lever) -> Recommendation | None:
     if benefit < MIN_BENEFIT:
         return None
     cost = cost_of(ctx, lever, sc2, est2)
-    return Recommendation(lever.id, title, changes, sc2, est2, saves, cost, how_for(lever),
-                          gains, benefit, lever)
+    return Recommendation(lever.id, title, changes, sc2, est2, saves, cost,
+                          how_for(lever, ctx.sc), gains, benefit, lever)
 
 
 def recommend(ctx: Ctx, levers=LEVERS) -> list[Recommendation]:

@@ -17,7 +17,7 @@ from .words import growth_items
 
 # notes of the estimate that describe its own bookkeeping, not an assumption about the job
 MACHINE_NOTES = ("components sum to ",)
-HOW_SHOWN = 2                 # ecosystems of a recommendation's how-to shown (pytorch first)
+HOW_SHOWN = 2                 # ecosystems of a how-to shown (the plan's stack, pytorch first)
 
 
 @dataclass
@@ -130,9 +130,10 @@ def _advice_dict(advice: Any) -> dict | None:
 
 def recommendations(adv: Mapping[str, Any], lang: str) -> list[dict]:
     out = []
+    stack = str((adv.get("scenario") or {}).get("stack") or "pytorch").partition("@")[0]
     for r in adv.get("recommendations") or []:
         how = r.get("how") or {}
-        eco = sorted(how, key=lambda k: (k != "pytorch", k))[:HOW_SHOWN]
+        eco = sorted(how, key=lambda k: (k != stack, k != "pytorch", k))[:HOW_SHOWN]
         saves = int(r.get("saves_bytes") or 0)
         out.append({"id": r.get("id"), "title": r.get("title") or r.get("id"),
                     "saves_bytes": saves,
