@@ -81,7 +81,7 @@ def test_card_shows_memory_bandwidth_hierarchy_links_and_sources(db):
     dev = max(db.devices, key=lambda d: (len(d.throughput), bool(d.interconnect)))
     d = dev.to_dict()
     html = device_card_html(d, db.sources)
-    assert f"{dev.bandwidth_gbs / 1000:.2f} TB/s" in html or f"{dev.bandwidth_gbs:,.0f} GB/s" in html
+    assert f"{dev.bandwidth_gbs:,.1f} GB/s" in html          # units.format_gbs (TB/s before)
     if dev.bus_width_bits and dev.data_rate_gbps:
         assert f"{dev.bus_width_bits:,}-bit" in html
     for src in dev.sources:

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from . import looks as L
-from ..units import GiB, format_bytes
+from ..units import format_gbs, format_gib
 from .i18n import _
 
 # labels for the hwdb throughput keys (hardware.THROUGHPUT_KEYS), in display order
@@ -33,11 +33,11 @@ def _num(v: float, digits: int = 1) -> str:
 
 
 def _gib(n: int | None) -> str:
-    return "–" if n is None else format_bytes(n, "GiB", digits=1 if n % GiB else 0)
+    return format_gib(n)           # the one size formatter (units.py): '79.65 GiB'
 
 
 def _rate(gbs: float) -> str:
-    return f"{gbs / 1000:.2f} TB/s" if gbs >= 1000 else f"{gbs:,.0f} GB/s"
+    return format_gbs(gbs)         # bandwidth in GB/s everywhere: '3,350.0 GB/s
 
 
 def _rows(pairs) -> str:
