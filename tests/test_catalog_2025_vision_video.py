@@ -31,6 +31,8 @@ DIFFUSION_PUBLISHED = {
     "Wan-AI/Wan2.2-T2V-A14B-Diffusers": (
         "transformer", 14e9, "model card: A14B, 14B active per step (one expert)", 0.5 / 14),
     "Qwen/Qwen-Image": ("transformer", 20e9, "model card: a 20B MMDiT", 0.5 / 20),
+    "hunyuanvideo-community/HunyuanVideo": (
+        "transformer", 13e9, "model card: a 13B-parameter video generation model", 0.02),
 }
 
 
@@ -108,10 +110,27 @@ def test_wan_22_holds_both_experts():
 @pytest.mark.parametrize("mid", ["Wan-AI/Wan2.1-T2V-1.3B-Diffusers",
                                  "Wan-AI/Wan2.1-T2V-14B-Diffusers",
                                  "Wan-AI/Wan2.2-T2V-A14B-Diffusers",
-                                 "black-forest-labs/FLUX.1-Kontext-dev", "Qwen/Qwen-Image"])
+                                 "black-forest-labs/FLUX.1-Kontext-dev", "Qwen/Qwen-Image",
+                                 "hunyuanvideo-community/HunyuanVideo"])
 def test_estimates_on_an_h100_for_the_default_task(mid):
     e = estimate({"model": mid}, H100)
     assert e.peak_allocated_bytes > e.components["weights"] > 0
+
+
+def test_hunyuan_video_tokens_and_the_vae_attention_mask():
+    """129 frames at 720 x 1280: latent 33 x 90 x 160, patches 1 x 2 x 2 -> 33 x 45 x 80 =
+    118,800 tokens. Framewise decoding runs 5 latent frames at a time; without spatial tiling
+    the mid block's causal mask spans S = 5 x 90 x 160 = 72,000 tokens and its construction
+    holds 14 bytes per S^2 (two int32 meshgrids, a float32 where, its bf16 cast): 72.6 GB,
+    more than an H100 holds; with vae-tiling (256 px tiles: S = 5 x 32 x 32) the plan fits."""
+    cfg = get_model("hunyuanvideo").config
+    assert image_tokens(cfg, cfg["components"]["transformer"], 90, 160, 33) == 118_800
+    plain = estimate({"model": "hunyuanvideo", "task": "denoise"}, H100)
+    mask = 14 * 72_000 ** 2
+    act = plain.footprint.phases["vae-decode"]["activations"]
+    assert mask < act < mask + 8 * 2 ** 30 and not plain.fits
+    tiled = estimate({"model": "hunyuanvideo", "task": "denoise", "options": ["vae-tiling"]}, H100)
+    assert tiled.fits and tiled.footprint.peak_phase == "denoise"
 
 
 def test_wan_geometry_is_checked():

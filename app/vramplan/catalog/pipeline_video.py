@@ -82,7 +82,81 @@ def qwenimage_transformer(c, text_tokens: int) -> dict:
             "layerwise_skip_params": layers * 2 * lin(d, 6 * d) + lin(d, 2 * d)}
 
 
+def hunyuan_video_transformer(c, text_tokens: int) -> dict:
+    """HunyuanVideoTransformer3DModel (diffusers transformer_hunyuan_video.py), D = heads x
+    head_dim, text-to-video layout (image_condition_type None): Conv3d patch embedding over
+    (patch_t, patch, patch); the token refiner (time 256 -> D -> D, pooled text_embed_dim -> D
+    -> D, proj_in text_embed_dim -> D, num_refiner_layers blocks of LayerNorm (affine),
+    q/k/v/out with bias, LayerNorm, a linear-SiLU MLP D -> 4D -> D and an AdaNorm D -> 2D);
+    the condition embedding (time and guidance 256 -> D -> D, pooled CLIP -> D -> D); double
+    blocks as FLUX's (AdaLayerNormZero D -> 6D per stream, q/k/v/out and the added twins with
+    bias, RMSNorm q/k per stream, GELU MLPs D -> mlp_ratio D -> D per stream); single blocks
+    (AdaLayerNormZeroSingle D -> 3D, q/k/v, RMSNorm q/k, proj_mlp D -> mlp_ratio D, proj_out
+    (1 + mlp_ratio) D -> D); norm_out D -> 2D and proj_out D -> patch_t patch^2 out."""
+    heads, hd = c.int("num_attention_heads"), c.int("attention_head_dim")
+    d, layers, single = heads * hd, c.int("num_layers"), c.int("num_single_layers")
+    if c.cfg.get("image_condition_type"):
+        raise KeyError("image_condition_type")
+    cin, p, pt = c.int("in_channels"), c.int("patch_size"), c.int("patch_size_t", 1)
+    m = int(d * float(c.cfg.get("mlp_ratio", 4.0)))
+    txt, pooled = c.int("text_embed_dim"), c.int("pooled_projection_dim")
+    refiner = 4 * d + 4 * lin(d, d) + lin(d, 4 * d) + lin(4 * d, d) + lin(d, 2 * d)
+    context = lin(256, d) + lin(d, d) + lin(txt, d) + lin(d, d) + lin(txt, d) + \
+        c.int("num_refiner_layers", 2) * refiner
+    cond = (2 if c.cfg.get("guidance_embeds", True) else 1) * (lin(256, d) + lin(d, d)) + \
+        lin(pooled, d) + lin(d, d)
+    double = 2 * lin(d, 6 * d) + 8 * lin(d, d) + 4 * hd + 2 * (lin(d, m) + lin(m, d))
+    one = lin(d, 3 * d) + 3 * lin(d, d) + 2 * hd + lin(d, m) + lin(d + m, d)
+    out = lin(d, 2 * d) + lin(d, pt * p * p * (c.cfg.get("out_channels") or cin))
+    total = _conv(cin, d, (pt, p, p)) + context + cond + layers * double + single * one + out
+    return {"kind": "hunyuan-video", "params": total, "hidden": d, "layers": layers,
+            "single_layers": single, "heads": heads, "ffn": m, "patch": p, "patch_t": pt,
+            "joint_text": True, "text_tokens": text_tokens, "rope": True,
+            "cross_attention_dim": txt, "quantize": True, "linear_fraction": 0.999,
+            "layerwise_skip_params": layers * 2 * lin(d, 6 * d) + single * lin(d, 3 * d)
+            + lin(d, 2 * d)}
+
+
 # ---- VAE ----------------------------------------------------------------------------------------
+
+def _kl3d_res(i: int, o: int) -> int:
+    """HunyuanVideoResnetBlockCausal3D: GroupNorm, causal 3x3x3 conv, GroupNorm, causal conv,
+    a 1x1x1 shortcut when the channels change."""
+    k3 = (3, 3, 3)
+    return 2 * i + _conv(i, o, k3) + 2 * o + _conv(o, o, k3) + (_conv(i, o, (1, 1, 1)) if i != o else 0)
+
+
+def hunyuan_vae(c) -> dict:
+    """AutoencoderKLHunyuanVideo (diffusers autoencoder_kl_hunyuan_video.py): AutoencoderKL's
+    layout with causal 3x3x3 convolutions: conv_in, layers_per_block resnets per level and a
+    stride-2 causal conv between levels (space, and time on the middle levels), a mid block
+    (resnet, one-head attention with GroupNorm and q/k/v/out, resnet), GroupNorm + conv_out to
+    2 x latent; the decoder with layers_per_block + 1 resnets and causal upsampling convs;
+    1x1x1 quant / post-quant convs."""
+    ch, lpb = c.ints("block_out_channels") if "block_out_channels" in c.cfg else [128, 256, 512, 512], \
+        c.int("layers_per_block", 2)
+    z = c.int("latent_channels", 16)
+    if c.int("temporal_compression_ratio", 4) != 4 or c.int("spatial_compression_ratio", 8) != 8:
+        raise ValueError("temporal_compression_ratio")
+    k3, top = (3, 3, 3), ch[-1]
+    mid = 2 * _kl3d_res(top, top) + 2 * top + 4 * lin(top, top)
+    enc, prev = _conv(c.int("in_channels", 3), ch[0], k3), ch[0]
+    for i, w in enumerate(ch):
+        enc += sum(_kl3d_res(prev if j == 0 else w, w) for j in range(lpb))
+        enc += _conv(w, w, k3) if i < len(ch) - 1 else 0
+        prev = w
+    enc += mid + 2 * top + _conv(top, 2 * z, k3)
+    dec, prev = _conv(z, top, k3) + mid, top
+    for i, w in enumerate(reversed(ch)):
+        dec += sum(_kl3d_res(prev if j == 0 else w, w) for j in range(lpb + 1))
+        dec += _conv(w, w, k3) if i < len(ch) - 1 else 0
+        prev = w
+    dec += 2 * ch[0] + _conv(ch[0], c.int("out_channels", 3), k3)
+    quant = _conv(2 * z, 2 * z, (1, 1, 1)) + _conv(z, z, (1, 1, 1))
+    return {"kind": "kl3d-hunyuan", "params": enc + dec + quant, "latent_channels": z,
+            "block_out_channels": ch, "layers_per_block": lpb, "downsample": 8,
+            "temporal_compression": 4, "tile_frames": 16, "sample_size": 256, "attention": True}
+
 
 def _wan_res(i: int, o: int) -> int:
     """WanResidualBlock: RMS_norm (gamma only), causal 3x3x3 conv, RMS_norm, causal conv, a

@@ -29,7 +29,8 @@ from ...vec import peak as peak_of
 from ...vec import pick, shown, to_int, truth, vmax
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
-                              vae2d_levels, vae3d_decode, wan_vae_decode)
+                              vae2d_levels, vae3d_decode, wan_vae_decode,
+                              hunyuan_vae_decode)
 
 DENOISERS = ("unet", "transformer")
 
@@ -225,7 +226,7 @@ def footprint(scenario, spec, device) -> Footprint:
         tile = int(vae.get("sample_size", 512))
         if vae["kind"] == "kl3d-cogvideox":
             oh, ow = min(h, 240), min(w, 360)
-        elif vae["kind"] == "kl3d-wan":     # AutoencoderKLWan tile_sample_min_height/width
+        elif vae["kind"] in ("kl3d-wan", "kl3d-hunyuan"):   # tile_sample_min_height/width
             oh, ow = min(h, tile), min(w, tile)
         else:
             oh, ow = min(h, tile), min(w, tile)
@@ -234,6 +235,8 @@ def footprint(scenario, spec, device) -> Footprint:
         vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
     elif vae["kind"] == "kl3d-wan":
         vpk, vbig, stair = wan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
+    elif vae["kind"] == "kl3d-hunyuan":
+        vpk, vbig, stair = hunyuan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e, eager)
     else:
         vpk, vbig, stair = vae2d_decode(vae, dec_b, oh, ow, vae_e, eager)
     out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)

@@ -133,7 +133,7 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
 # transformer denoisers whose image tokens attend to the text by cross-attention (PixArt's
 # DiT, Wan's WanTransformerBlock attn2) and those with FLUX-style single-stream blocks
 CROSS_KINDS = ("dit-cross", "wan")
-PARALLEL_KINDS = ("flux",)
+PARALLEL_KINDS = ("flux", "hunyuan-video")
 
 
 def dit_step(cfg: dict, b: int, img_tokens: int, text_tokens: int, e: int,
@@ -309,4 +309,45 @@ def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
             stair_c += pk
         stair = vmax(stair, stair_c + cache)
     video = b * frames * out_h * out_w * 3 * e                 # torch.cat of the chunks
+    return to_int(peak + video), to_int(largest), to_int(stair + video)
+
+
+def hunyuan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
+                       eager: bool) -> tuple[int, int, int]:
+    """(peak, largest, staircase) of AutoencoderKLHunyuanVideo._decode (diffusers
+    autoencoder_kl_hunyuan_video.py) on one spatial tile (the caller passes the tile size under
+    vae-tiling): framewise decoding (on by default) runs the decoder on tile_sample_min_num_frames
+    / 4 + 1 = 5 latent frames at a time, whose frames double after the two middle up blocks
+    (5, 5, 9, 17); each causal conv pads its input by 2 frames (a copy). The mid block's
+    attention spans every token of the chunk (S = frames x h x w) under a causal mask built by
+    prepare_causal_attention_mask: two int32 meshgrids, a float32 torch.where and its cast to
+    the compute dtype, 14 bytes per S^2 at the cast; eager attention adds two fp32 S^2 score
+    matrices (upcast_softmax). The decoded chunks are blended and joined by torch.cat."""
+    lat_f = (frames - 1) // cfg.get("temporal_compression", 4) + 1
+    f0 = min(lat_f, cfg.get("tile_frames", 16) // 4 + 1)
+    ds = cfg.get("downsample", 8)
+    p0 = max(1, out_h // ds) * max(1, out_w // ds)
+    chs = list(reversed(cfg["block_out_channels"]))
+    fr = [f0, f0] + [2 * f0 - 1, 4 * f0 - 3][:max(0, len(chs) - 2)]
+    s_tok = b * f0 * p0
+    mask = 14 * (f0 * p0) ** 2 + (8 * s_tok * f0 * p0 if eager else 0)
+    u0 = s_tok * chs[0] * e
+    peak = largest = stair = 0
+    levels = []
+    for i, c_out in enumerate(chs):
+        c_in = chs[i - 1] if i else chs[0]
+        f, p = fr[i], p0 * 4 ** i
+        u_in, u_out = b * f * p * c_in * e, b * f * p * c_out * e
+        pad = u_in * (f + 2) // f
+        pk = vmax(_resnet(u_in, u_out) + pad, _resnet(u_out, u_out) + u_out * (f + 2) // f)
+        if i < len(chs) - 1:                  # interpolate (x2 space, x2 time where it grows)
+            up = b * fr[i + 1] * 4 * p * c_out * e
+            pk = vmax(pk, u_out + 2 * up + up * (fr[i + 1] + 2) // fr[i + 1])
+            largest = vmax(largest, up)
+        levels.append(pk)
+        largest = vmax(largest, u_out)
+    levels[0] = vmax(levels[0], 4 * u0 + mask)
+    peak, stair = vmax(*levels), sum(levels)
+    largest = vmax(largest, 2 * (f0 * p0) ** 2)
+    video = 2 * b * frames * out_h * out_w * 3 * e              # chunks, then torch.cat
     return to_int(peak + video), to_int(largest), to_int(stair + video)
