@@ -48,7 +48,8 @@ DIFFUSION_PUBLISHED = {
 # checked against their published figures in tests/test_catalog_2025_vision_video.py
 CHECKED_ELSEWHERE = ("Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "Wan-AI/Wan2.1-T2V-14B-Diffusers",
                      "Wan-AI/Wan2.2-T2V-A14B-Diffusers", "black-forest-labs/FLUX.1-Kontext-dev",
-                     "Qwen/Qwen-Image", "hunyuanvideo-community/HunyuanVideo")
+                     "Qwen/Qwen-Image", "hunyuanvideo-community/HunyuanVideo",
+                     "Lightricks/LTX-Video")
 
 
 def _new_specs():

@@ -33,7 +33,26 @@ DIFFUSION_PUBLISHED = {
     "Qwen/Qwen-Image": ("transformer", 20e9, "model card: a 20B MMDiT", 0.5 / 20),
     "hunyuanvideo-community/HunyuanVideo": (
         "transformer", 13e9, "model card: a 13B-parameter video generation model", 0.02),
+    # the card names it 2B; the diffusers layout counts 1.923B (3.8% below the name)
+    "Lightricks/LTX-Video": ("transformer", 2e9, "model card: ltxv-2b", 0.04),
 }
+
+
+def test_ltx_vae_against_its_published_file():
+    """A public loader pins Lightricks/LTX-Video's vae/diffusion_pytorch_model.safetensors at
+    1,676,798,532 bytes (fp32): the 419,193,649 weights
+    counted here, the 2 x 128 latents_mean / std buffers and a 22,912-byte JSON header (the
+    tensor names, shapes and offsets)."""
+    vae = get_model("ltx-video").config["components"]["vae"]
+    assert vae["params"] == 419_193_649
+    assert 1_676_798_532 - 4 * (vae["params"] + 256) == 22_912
+
+
+def test_ltx_token_count_by_hand():
+    """161 frames at 512 x 704: latent (161 - 1) / 8 + 1 = 21 frames of 16 x 22 (spatial 32),
+    patch 1 -> 7,392 tokens."""
+    cfg = get_model("ltx-video").config
+    assert image_tokens(cfg, cfg["components"]["transformer"], 16, 22, 21) == 7_392
 
 
 @pytest.mark.parametrize("mid", sorted(DIFFUSION_PUBLISHED))
@@ -111,7 +130,7 @@ def test_wan_22_holds_both_experts():
                                  "Wan-AI/Wan2.1-T2V-14B-Diffusers",
                                  "Wan-AI/Wan2.2-T2V-A14B-Diffusers",
                                  "black-forest-labs/FLUX.1-Kontext-dev", "Qwen/Qwen-Image",
-                                 "hunyuanvideo-community/HunyuanVideo"])
+                                 "hunyuanvideo-community/HunyuanVideo", "Lightricks/LTX-Video"])
 def test_estimates_on_an_h100_for_the_default_task(mid):
     e = estimate({"model": mid}, H100)
     assert e.peak_allocated_bytes > e.components["weights"] > 0

@@ -117,7 +117,81 @@ def hunyuan_video_transformer(c, text_tokens: int) -> dict:
             + lin(d, 2 * d)}
 
 
+def ltx_video_transformer(c, text_tokens: int) -> dict:
+    """LTXVideoTransformer3DModel (diffusers transformer_ltx.py), D = heads x head_dim: proj_in
+    in -> D, a 2D scale_shift_table, AdaLayerNormSingle (time 256 -> D -> D, linear D -> 6D),
+    caption projection caption_channels -> D -> D; per LTXVideoTransformerBlock self-attention
+    (q/k/v/out D -> D, attention_bias / attention_out_bias), cross-attention (q D -> D, k/v
+    cross_attention_dim -> D, out), RMSNorms across heads on q and k (affine only when
+    norm_elementwise_affine), a GELU(tanh) FFN D -> 4D -> D and a 6D scale_shift_table;
+    proj_out D -> out. Text goes in by cross-attention."""
+    heads, hd, layers = c.int("num_attention_heads"), c.int("attention_head_dim"), c.int("num_layers")
+    d, cin, cross = heads * hd, c.int("in_channels"), c.int("cross_attention_dim")
+    if c.int("patch_size", 1) != 1 or c.int("patch_size_t", 1) != 1:
+        raise ValueError("patch_size")
+    b_in, b_out = int(bool(c.cfg.get("attention_bias", True))), int(bool(c.cfg.get("attention_out_bias", True)))
+    proj = lambda i: i * d + b_in * d   # noqa: E731 - q/k/v projections
+    norms = 2 * d if c.cfg.get("norm_elementwise_affine") else 0
+    attn1 = 3 * proj(d) + d * d + b_out * d + norms
+    attn2 = proj(d) + 2 * proj(cross) + d * d + b_out * d + norms
+    block = attn1 + attn2 + lin(d, 4 * d) + lin(4 * d, d) + 6 * d + norms
+    total = lin(cin, d) + 2 * d + lin(256, d) + lin(d, d) + lin(d, 6 * d) + \
+        lin(c.int("caption_channels"), d) + lin(d, d) + layers * block + \
+        lin(d, c.cfg.get("out_channels") or cin)
+    return {"kind": "ltx-video", "params": total, "hidden": d, "layers": layers, "heads": heads,
+            "ffn": 4 * d, "patch": 1, "patch_t": 1, "joint_text": False,
+            "text_tokens": text_tokens, "rope": True,
+            "cross_attention_dim": c.int("caption_channels"), "quantize": True,
+            "linear_fraction": 0.999, "layerwise_skip_params": lin(d, 6 * d) + layers * 6 * d}
+
+
 # ---- VAE ----------------------------------------------------------------------------------------
+
+def _ltx_res(i: int, o: int) -> int:
+    """LTXVideoResnetBlock3d (no affine RMSNorms): two 3x3x3 convs; a LayerNorm and a 1x1x1
+    shortcut conv when the channels change."""
+    k3 = (3, 3, 3)
+    return _conv(i, o, k3) + _conv(o, o, k3) + ((2 * i + _conv(i, o, (1, 1, 1))) if i != o else 0)
+
+
+def ltx_vae(c) -> dict:
+    """AutoencoderKLLTXVideo, the 0.9.0 layout (diffusers autoencoder_kl_ltx.py; its defaults
+    and Lightricks/LTX-Video's vae/config.json): the input cut into 4 x 4 patches (48
+    channels); encoder down blocks of layers_per_block[i] resnets, a stride-2 3x3x3 conv
+    where spatio_temporal_scaling, a resnet to the next width; a mid block of
+    layers_per_block[-1] resnets; conv_out to latent + 1 (uniform log-variance). The decoder
+    mirrors it: conv_in, mid resnets, per up block a resnet to its width, an LTXVideoUpsampler3d
+    (3x3x3 conv to 8 x width, depth-to-space over 2 x 2 x 2) and resnets; conv_out to 48.
+    No quant convs; latents_mean / std are buffers."""
+    if any(k in c.cfg for k in ("down_block_types", "decoder_block_out_channels",
+                                "timestep_conditioning", "upsample_factor")):
+        if c.cfg.get("timestep_conditioning") or c.cfg.get("decoder_block_out_channels") or \
+                any(t != "LTXVideoDownBlock3D" for t in c.cfg.get("down_block_types") or ()):
+            raise KeyError("decoder_block_out_channels")
+    bo = c.ints("block_out_channels") if "block_out_channels" in c.cfg else [128, 256, 512, 512]
+    lpb = c.ints("layers_per_block") if "layers_per_block" in c.cfg else [4, 3, 3, 3, 4]
+    st = list(c.cfg.get("spatio_temporal_scaling", [True, True, True, False]))
+    z, p = c.int("latent_channels", 128), c.int("patch_size", 4)
+    cin, k3 = c.int("in_channels", 3) * p * p, (3, 3, 3)
+    enc, out = _conv(cin, bo[0], k3), bo[0]
+    for i in range(len(bo)):
+        inp, out = out, bo[i + 1] if i + 1 < len(bo) else bo[i]
+        enc += lpb[i] * _ltx_res(inp, inp) + (_conv(inp, inp, k3) if st[i] else 0)
+        enc += _ltx_res(inp, out) if inp != out else 0
+    enc += lpb[-1] * _ltx_res(out, out) + _conv(out, z + 1, k3)
+    rb, rs, rl = bo[::-1], st[::-1], lpb[::-1]
+    dec, out = _conv(z, rb[0], k3) + rl[0] * _ltx_res(rb[0], rb[0]), rb[0]
+    for i in range(len(rb)):
+        inp, out = out, rb[i]
+        dec += (_ltx_res(inp, out) if inp != out else 0) + (_conv(out, 8 * out, k3) if rs[i] else 0)
+        dec += rl[i + 1] * _ltx_res(out, out)
+    dec += _conv(rb[-1], cin, k3)
+    return {"kind": "kl3d-ltx", "params": enc + dec, "latent_channels": z,
+            "decoder_channels": rb, "up_scaling": rs, "decoder_layers": rl,
+            "patch": p, "downsample": p * 2 ** sum(1 for t in st if t),
+            "temporal_compression": 2 ** sum(1 for t in st if t), "sample_size": 512,
+            "attention": False}
+
 
 def _kl3d_res(i: int, o: int) -> int:
     """HunyuanVideoResnetBlockCausal3D: GroupNorm, causal 3x3x3 conv, GroupNorm, causal conv,

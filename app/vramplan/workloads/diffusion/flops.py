@@ -99,6 +99,6 @@ def denoiser_flops(cfg: dict, batch: int, lat_h: int, lat_w: int, lat_f: int,
     layers = cfg.get("layers", 0) + cfg.get("single_layers", 0)
     per_tok = max(0.0, float(cfg["params"]) - _per_image_params(cfg))
     attn = 4.0 * layers * n * n * cfg["hidden"]
-    if cfg["kind"] in ("dit-cross", "wan"):                      # cross-attention to the text
+    if cfg["kind"] in ("dit-cross", "wan", "ltx-video"):         # cross-attention to the text
         attn += 4.0 * layers * img * text_tokens * cfg["hidden"]
     return batch * (2.0 * per_tok * n + attn)

@@ -30,7 +30,7 @@ from ...vec import pick, shown, to_int, truth, vmax
 from ..base import Footprint
 from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
                               vae2d_levels, vae3d_decode, wan_vae_decode,
-                              hunyuan_vae_decode)
+                              hunyuan_vae_decode, ltx_vae_decode)
 
 DENOISERS = ("unet", "transformer")
 
@@ -226,7 +226,7 @@ def footprint(scenario, spec, device) -> Footprint:
         tile = int(vae.get("sample_size", 512))
         if vae["kind"] == "kl3d-cogvideox":
             oh, ow = min(h, 240), min(w, 360)
-        elif vae["kind"] in ("kl3d-wan", "kl3d-hunyuan"):   # tile_sample_min_height/width
+        elif vae["kind"] in ("kl3d-wan", "kl3d-hunyuan", "kl3d-ltx"):   # tile_sample_min_*
             oh, ow = min(h, tile), min(w, tile)
         else:
             oh, ow = min(h, tile), min(w, tile)
@@ -235,6 +235,8 @@ def footprint(scenario, spec, device) -> Footprint:
         vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
     elif vae["kind"] == "kl3d-wan":
         vpk, vbig, stair = wan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
+    elif vae["kind"] == "kl3d-ltx":
+        vpk, vbig, stair = ltx_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
     elif vae["kind"] == "kl3d-hunyuan":
         vpk, vbig, stair = hunyuan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e, eager)
     else:

@@ -132,7 +132,7 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
 
 # transformer denoisers whose image tokens attend to the text by cross-attention (PixArt's
 # DiT, Wan's WanTransformerBlock attn2) and those with FLUX-style single-stream blocks
-CROSS_KINDS = ("dit-cross", "wan")
+CROSS_KINDS = ("dit-cross", "wan", "ltx-video")
 PARALLEL_KINDS = ("flux", "hunyuan-video")
 
 
@@ -351,3 +351,35 @@ def hunyuan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e
     largest = vmax(largest, 2 * (f0 * p0) ** 2)
     video = 2 * b * frames * out_h * out_w * 3 * e              # chunks, then torch.cat
     return to_int(peak + video), to_int(largest), to_int(stair + video)
+
+
+def ltx_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
+                   e: int) -> tuple[int, int, int]:
+    """(peak, largest, staircase) of AutoencoderKLLTXVideo._decode (diffusers
+    autoencoder_kl_ltx.py; framewise decoding off by default): the whole latent video runs
+    through the non-causal decoder at once. Each resnet pads its input by one frame at each
+    end (a copy), so it holds its input, the padded copy and its outputs (the 2-D resnet walk
+    plus the copy); an LTXVideoUpsampler3d convolves to 8 x width, then depth-to-space
+    (reshape + permute: a copy) into 2f - 1 frames of 4x the pixels; conv_out writes 48
+    channels (4 x 4 patches of RGB) that unpatchify copies into the video."""
+    tc, ds, pch = cfg.get("temporal_compression", 8), cfg.get("downsample", 32), cfg.get("patch", 4)
+    f = (frames - 1) // tc + 1
+    p = max(1, out_h // ds) * max(1, out_w // ds)
+    chs, ups = cfg["decoder_channels"], cfg["up_scaling"]
+    u = lambda c: b * f * p * c * e  # noqa: E731
+    pad = lambda c: b * (f + 2) * p * c * e  # noqa: E731
+    levels, largest, c_prev = [_resnet(u(chs[0]), u(chs[0])) + pad(chs[0])], 0, chs[0]
+    for c, up in zip(chs, ups):
+        pk = _resnet(u(c_prev), u(c)) + pad(c_prev)
+        if up:
+            pk = vmax(pk, u(c) + 2 * u(8 * c))          # conv to 8c, depth-to-space copy
+            largest = vmax(largest, u(8 * c))
+            f, p = 2 * f - 1, 4 * p
+        pk = vmax(pk, _resnet(u(c), u(c)) + pad(c))
+        levels.append(pk)
+        c_prev = c
+    n48 = 3 * pch * pch
+    levels.append(3 * u(c_prev) + 2 * u(n48))           # norm_out, silu, conv_out, unpatchify
+    largest = vmax(largest, u(c_prev))
+    video = b * frames * out_h * out_w * 3 * e
+    return to_int(vmax(*levels) + video), to_int(largest), to_int(sum(levels) + video)
