@@ -113,7 +113,7 @@ def test_the_panels_below_the_verdict_are_made_after_the_first_paint(new_app, ke
     assert len(first) <= FIRST_SCREEN_MODELS, len(first)
     app.workload.set("batch_size", "2")            # edits before the paint render what exists
     app.panel.banner._view_count = 1               # the browser shows the verdict
-    assert app.later and app.results.children[2] is app.advisor
+    assert app.later and app.results.children[2:4] == (app.ranks, app.advisor)
     assert app.results.children[-2:] == (app.trace, app.live)
     assert app.device.name in app.card.value and "batch_size=2" in app.export.value
     assert len(_models() - before) <= PAGE_MODELS
