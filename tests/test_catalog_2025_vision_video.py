@@ -201,6 +201,8 @@ VISION_PUBLISHED = {   # model -> (published parameters, where, tolerance)
     "facebook/dinov2-large": (300e6, "DINOv2 paper: ViT-L/14 300M", 0.02),
     # 1,136,480,768 is 3.3% above the paper's rounded "1.1B" (within its half-unit, 4.5%)
     "facebook/dinov2-giant": (1.1e9, "DINOv2 paper: ViT-g/14 1.1B", 0.05 / 1.1),
+    "facebook/dinov3-vitb16-pretrain-lvd1689m": (86e6, "DINOv3 model card: ViT-B/16 86M", 0.02),
+    "facebook/dinov3-vitl16-pretrain-lvd1689m": (300e6, "DINOv3 model card: ViT-L/16 300M", 0.02),
     "google/siglip2-so400m-patch14-384": (428.2e6, "timm vit_so400m_patch14_siglip_384 card: "
                                                    "428.2M (the So400m/14 vision tower)", 0.02),
 }
@@ -221,6 +223,17 @@ def test_dinov2_base_by_hand():
     layer = 4 * d + 4 * (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d)
     total = 3 * 14 * 14 * d + d + 2 * d + 1370 * d + 12 * layer + 2 * d
     assert param_count("facebook/dinov2-base") == total == 86_580_480
+
+
+def test_dinov3_vitb16_by_hand():
+    """patch conv 3 x 16^2 x 768 + 768; cls, mask and 4 register tokens 6 x 768; RoPE, no
+    position table; per layer 2 LayerNorms (4 x 768), q/k/v/o 4 x 768^2 with q, v and o
+    biases (3 x 768; k has none), 2 LayerScales, MLP 768 -> 3072 -> 768 with bias; final
+    LayerNorm."""
+    d = 768
+    layer = 4 * d + 4 * d * d + 3 * d + 2 * d + (d * 3072 + 3072) + (3072 * d + d)
+    total = 3 * 16 * 16 * d + d + 6 * d + 12 * layer + 2 * d
+    assert param_count("dinov3-vitb16") == total == 85_660_416
 
 
 def test_dinov2_giant_swiglu_width():
