@@ -49,7 +49,7 @@ DIFFUSION_PUBLISHED = {
 CHECKED_ELSEWHERE = ("Wan-AI/Wan2.1-T2V-1.3B-Diffusers", "Wan-AI/Wan2.1-T2V-14B-Diffusers",
                      "Wan-AI/Wan2.2-T2V-A14B-Diffusers", "black-forest-labs/FLUX.1-Kontext-dev",
                      "Qwen/Qwen-Image", "hunyuanvideo-community/HunyuanVideo",
-                     "Lightricks/LTX-Video")
+                     "Lightricks/LTX-Video", "Wan-AI/Wan2.2-TI2V-5B-Diffusers")
 
 
 def _new_specs():

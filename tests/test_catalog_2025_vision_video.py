@@ -35,7 +35,16 @@ DIFFUSION_PUBLISHED = {
         "transformer", 13e9, "model card: a 13B-parameter video generation model", 0.02),
     # the card names it 2B; the diffusers layout counts 1.923B (3.8% below the name)
     "Lightricks/LTX-Video": ("transformer", 2e9, "model card: ltxv-2b", 0.04),
+    "Wan-AI/Wan2.2-TI2V-5B-Diffusers": ("transformer", 5e9, "model card: TI2V-5B", 0.02),
 }
+
+
+def test_wan22_ti2v_tokens_with_the_16x_vae():
+    """The Wan2.2-VAE compresses 16 x 16 x 4 (its 2 x 2 patches x 8): 81 frames at 480 x 832
+    -> latent 21 x 30 x 52, transformer patches 1 x 2 x 2 -> 21 x 15 x 26 = 8,190 tokens."""
+    cfg = get_model("wan2.2-ti2v-5b").config
+    assert cfg["components"]["vae"]["downsample"] == 16
+    assert image_tokens(cfg, cfg["components"]["transformer"], 480 // 16, 832 // 16, 21) == 8_190
 
 
 def test_ltx_vae_against_its_published_file():
@@ -130,7 +139,8 @@ def test_wan_22_holds_both_experts():
                                  "Wan-AI/Wan2.1-T2V-14B-Diffusers",
                                  "Wan-AI/Wan2.2-T2V-A14B-Diffusers",
                                  "black-forest-labs/FLUX.1-Kontext-dev", "Qwen/Qwen-Image",
-                                 "hunyuanvideo-community/HunyuanVideo", "Lightricks/LTX-Video"])
+                                 "hunyuanvideo-community/HunyuanVideo", "Lightricks/LTX-Video",
+                                 "Wan-AI/Wan2.2-TI2V-5B-Diffusers"])
 def test_estimates_on_an_h100_for_the_default_task(mid):
     e = estimate({"model": mid}, H100)
     assert e.peak_allocated_bytes > e.components["weights"] > 0

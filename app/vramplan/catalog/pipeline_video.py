@@ -252,8 +252,10 @@ def wan_vae(c) -> dict:
     2 x z; quant / post-quant 1x1x1 convs; decoder dims base x [last] + reversed(dim_mult), the
     input of every level after the first halved (the upsamplers' Conv2d outputs dim // 2),
     num_res_blocks + 1 resnets, upsample2d / upsample3d (+ a (3,1,1) time conv to 2 x dim)."""
-    if c.cfg.get("is_residual") or c.cfg.get("patch_size") or c.cfg.get("attn_scales"):
-        raise KeyError("is_residual")
+    if c.cfg.get("is_residual"):
+        return wan22_vae(c)
+    if c.cfg.get("patch_size") or c.cfg.get("attn_scales"):
+        raise KeyError("patch_size")
     base, z, nrb = c.int("base_dim", 96), c.int("z_dim", 16), c.int("num_res_blocks", 2)
     mult = c.ints("dim_mult") if "dim_mult" in c.cfg else [1, 2, 4, 4]
     td = list(c.cfg.get("temperal_downsample", [False, True, True]))
@@ -282,6 +284,44 @@ def wan_vae(c) -> dict:
     return {"kind": "kl3d-wan", "params": enc + quant + dec, "latent_channels": z,
             "block_out_channels": dd[1:], "decoder_in_channels": dd[0],
             "layers_per_block": nrb, "downsample": 2 ** (len(mult) - 1),
+            "temporal_compression": 2 ** sum(1 for t in td if t), "temporal_upsample": tu,
+            "sample_size": 256, "attention": True}
+
+
+def wan22_vae(c) -> dict:
+    """AutoencoderKLWan with is_residual (the Wan 2.2 VAE; diffusers autoencoder_kl_wan.py): the
+    input cut into patch_size x patch_size patches (in_channels 12); encoder levels of
+    WanResidualDownBlock (num_res_blocks resnets, a WanResample down where not the last, a
+    parameter-free AvgDown3D shortcut); the decoder (decoder_base_dim) of WanResidualUpBlock
+    (num_res_blocks + 1 resnets, WanResample up to the full width, a parameter-free DupUp3D
+    shortcut), widths not halved; quant / post-quant 1x1x1 convs."""
+    base, z, nrb = c.int("base_dim"), c.int("z_dim"), c.int("num_res_blocks", 2)
+    dbase, p = c.int("decoder_base_dim", base), c.int("patch_size")
+    mult = c.ints("dim_mult") if "dim_mult" in c.cfg else [1, 2, 4, 4]
+    td = list(c.cfg.get("temperal_downsample", [False, True, True]))
+    if len(td) != len(mult) - 1 or c.cfg.get("attn_scales"):
+        raise ValueError("temperal_downsample")
+    k3 = (3, 3, 3)
+    dims = [base * u for u in [1] + mult]
+    enc = _conv(c.int("in_channels", 3 * p * p), dims[0], k3)
+    for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+        for _ in range(nrb):
+            enc, a = enc + _wan_res(a, b), b
+        if i != len(mult) - 1:
+            enc += _conv(b, b, (3, 3)) + (_conv(b, b, (3, 1, 1)) if td[i] else 0)
+    enc += _wan_mid(dims[-1]) + dims[-1] + _conv(dims[-1], 2 * z, k3)
+    dd, tu = [dbase * u for u in [mult[-1]] + mult[::-1]], td[::-1]
+    dec = _conv(z, dd[0], k3) + _wan_mid(dd[0])
+    for i, (a, b) in enumerate(zip(dd[:-1], dd[1:])):
+        for _ in range(nrb + 1):
+            dec, a = dec + _wan_res(a, b), b
+        if i != len(mult) - 1:
+            dec += _conv(b, b, (3, 3)) + (_conv(b, 2 * b, (3, 1, 1)) if tu[i] else 0)
+    dec += dd[-1] + _conv(dd[-1], c.int("out_channels", 3 * p * p), k3)
+    quant = _conv(2 * z, 2 * z, (1, 1, 1)) + _conv(z, z, (1, 1, 1))
+    return {"kind": "kl3d-wan", "params": enc + quant + dec, "latent_channels": z,
+            "block_out_channels": dd[1:], "decoder_in_channels": dd[0], "residual": True,
+            "layers_per_block": nrb, "downsample": p * 2 ** (len(mult) - 1),
             "temporal_compression": 2 ** sum(1 for t in td if t), "temporal_upsample": tu,
             "sample_size": 256, "attention": True}
 

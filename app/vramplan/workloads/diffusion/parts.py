@@ -276,7 +276,12 @@ def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
     the next chunk (CACHE_T = 2), and the chunks are joined by torch.cat (the video so far and
     the joined copy are both alive). A WanResidualBlock holds its input, RMS_norm + SiLU, the
     cache-padded conv input (f + 2 frames) and the conv outputs (the 2-D resnet walk of
-    `_resnet` plus the padded copy); the mid block's attention runs SDPA per frame."""
+    `_resnet` plus the padded copy); the mid block's attention runs SDPA per frame. The Wan 2.2
+    VAE (`residual`: WanResidualUpBlock) keeps its level widths (no halving), its upsampler
+    convolves to the full width, and each up block holds a clone of its input and the DupUp3D
+    shortcut beside the main path; its 2 x 2 patches make the last level half the output size
+    (`downsample` 16)."""
+    res = bool(cfg.get("residual"))
     tc = cfg.get("temporal_compression", 4)
     lat_f = (frames - 1) // tc + 1
     ds = cfg.get("downsample", 8)
@@ -286,7 +291,7 @@ def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
     lpb = cfg.get("layers_per_block", 2) + 1
     cache = 0
     for i, c in enumerate(chans):                       # feat_cache: 2 frames per causal conv
-        c_in = c0 if i == 0 else chans[i - 1] // 2
+        c_in = c0 if i == 0 else chans[i - 1] // (1 if res else 2)
         convs = c_in + c + (2 * lpb - 1) * c + (c if i < len(ups) and ups[i] else 0)
         cache += 2 * b * p0 * 4 ** i * convs * e
     cache += 2 * b * p0 * c0 * e * 5                    # conv_in + the mid block's 4 convs
@@ -294,14 +299,15 @@ def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
     for first in ((True, False) if lat_f > 1 else (True,)):
         f, stair_c = 1, 0
         for i, c in enumerate(chans):
-            c_in = c0 if i == 0 else chans[i - 1] // 2
+            c_in = c0 if i == 0 else chans[i - 1] // (1 if res else 2)
             p = p0 * 4 ** i
             u_in, u_out = b * f * p * c_in * e, b * f * p * c * e
             pk = vmax(_resnet(u_in, u_out), _resnet(u_out, u_out)) + u_out * (f + 2) // f
-            if i < len(chans) - 1:                      # time conv (2c), nearest 2x, conv c // 2
+            if i < len(chans) - 1:                      # time conv (2c), nearest 2x, conv
                 f2 = f * 2 if (ups[i] and not first) else f
-                pk = vmax(pk, u_out + 2 * u_out * (f2 // f) + 4 * b * f2 * p * c * e
-                          + 2 * b * f2 * p * c * e)
+                up = 4 * b * f2 * p * c * e                 # the upsampled map
+                pk = vmax(pk, u_out + 2 * u_out * (f2 // f) + up + up // (1 if res else 2)
+                          + ((u_in + up) if res else 0))    # input clone + DupUp3D shortcut
                 largest = vmax(largest, 4 * b * f2 * p * c * e)
                 f = f2
             largest = vmax(largest, u_out)
