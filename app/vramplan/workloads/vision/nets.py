@@ -333,8 +333,8 @@ def map_head(g: Graph, x: T, cfg: dict, mode: str) -> T:
 def classifier(g: Graph, x: T, classes: int, tokens=False, pool="cls", ln_after=True) -> T:
     """Global pool (CNN) or class token / mean (ViT) -> Linear; `classes` 0 (a backbone with
     no head: DINOv2, SigLIP's vision tower) returns the pooled feature itself."""
-    if classes == 0:
-        return x if not tokens or pool == "map" else g.view(x, (x.shape[-1],))
+    if tokens and pool == "map":     # already pooled by map_head
+        return g.linear(x, classes) if classes else x
     if tokens:
         if pool == "mean":           # BEiT / Swin: mean over tokens (then LayerNorm for BEiT)
             f = g.copy(x, (x.shape[-1],), "mean")
@@ -343,7 +343,7 @@ def classifier(g: Graph, x: T, classes: int, tokens=False, pool="cls", ln_after=
             f = g.view(x, (x.shape[-1],))
     else:
         f = g.view(g.pool(x, 1), (x.c,))
-    return g.linear(f, classes)
+    return g.linear(f, classes) if classes else f
 
 
 def cross_entropy(g: Graph, logits: T) -> T:
