@@ -35,7 +35,7 @@ from vramplan.estimate import estimate  # noqa: E402
 from vramplan.measure import trace  # noqa: E402
 
 GPU = "nvidia-h100-sxm5-80gb"
-FAMILIES = ("decoder", "moe", "mla", "encoder", "encoder-decoder", "cnn", "vit", "detection",
+FAMILIES = ("decoder", "moe", "mla", "hybrid", "encoder", "encoder-decoder", "cnn", "vit", "detection",
             "segmentation", "unet", "dit", "vae")
 BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
@@ -107,7 +107,7 @@ def markdown(rows, seconds: float) -> str:
             versions.append(f"{name} {__import__(name).__version__}")
         except Exception as exc:   # noqa: BLE001
             versions.append(f"{name} unavailable ({type(exc).__name__})")
-    out = ["# Analytic estimate vs the trace of the real module (2026-12-01)", "",
+    out = ["# Analytic estimate vs the trace of the real module (2026-12-02)", "",
            f"`benchmarks/real_modules.py`, {len(rows)} models, {seconds:.0f} s of tracing in all "
            f"on 2 CPU cores shared with other work; torch {torch.__version__}, {', '.join(versions)}. GPU for the estimate: "
            f"{GPU}. Peak allocated bytes (GiB); error = estimate / trace - 1. The trace runs "
@@ -147,7 +147,7 @@ def summary(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated ids")
-    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-01.md"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02.md"))
     ap.add_argument("--reuse", metavar="JSON", help="rows of an earlier run (its .json): "
                     "models traced there are not traced again")
     args = ap.parse_args(argv)

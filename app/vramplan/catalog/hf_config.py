@@ -71,7 +71,9 @@ ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_probs_dropout_prob", "attenti
 # HF modules whose eager attention keeps softmax in the input dtype for 16-bit inputs:
 # BERT / RoBERTa, and GPT-2 unless `reorder_and_upcast_attn`. The others (Llama family, OPT in
 # fp16, GPTBigCode, T5, BLOOM, Falcon, NeoX) run softmax(..., dtype=torch.float32), cast back.
-NO_SOFTMAX_UPCAST = {"bert", "roberta", "gpt2"}
+# gpt-oss: softmax(combined_logits, dtype=combined_logits.dtype) over the scores and the sinks
+# (transformers 5.23 models/gpt_oss/modeling_gpt_oss.py eager_attention_forward).
+NO_SOFTMAX_UPCAST = {"bert", "roberta", "gpt2", "gpt_oss"}
 ACTIVATION_KEYS = ("hidden_activation", "hidden_act", "activation_function")
 # the MLP activation where a config names none (the HF config classes' defaults)
 _ACTIVATION_DEFAULTS = {"llama": "silu", "deepseek": "silu", "gpt2": "gelu_new", "opt": "relu",

@@ -18,7 +18,11 @@ picks the flash kernel; the CUDA emulation keeps dropout inside the fused kernel
 checkpointing is `gradient_checkpointing_enable(use_reentrant=False)`, recomputing in the kernel
 emulation (`recompute.context_fn`). MoE experts run with
 transformers' `grouped_mm` implementation where the model offers it: the eager expert loop
-indexes tokens by `nonzero()`, whose size depends on data a fake tensor does not have.
+indexes tokens by `nonzero()`, whose size depends on data a fake tensor does not have
+(Llama 4 refuses the setting: its Llama4TextExperts are one bmm over every expert and token).
+gpt-oss has no SDPA path (attention sinks): transformers builds it eager, and the CUDA
+emulation runs the flash kernel with sinks its model card names (`linear_mixers.FlashSinks`);
+Mamba2 and Gated DeltaNet layers run their CUDA kernels' emulation (`linear_mixers.py`).
 
 The config is plain data (parsed by `vramplan.safejson` at the edges); remote code is never
 run (`trust_remote_code` is not passed; a `model_type` transformers does not know is refused).
@@ -91,7 +95,7 @@ def _size(scn, config) -> tuple[int, int]:
     return int(r[-2]), int(r[-1])
 
 
-def build_model(config: dict, kind: str, attention: str = "sdpa"):
+def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool = True):
     """The transformers module for `config` with its task head (inside a fake mode: fake)."""
     tf = transformers()
     c = hf_config(config)
@@ -102,8 +106,8 @@ def build_model(config: dict, kind: str, attention: str = "sdpa"):
         c.decoder_start_token_id = getattr(c, "pad_token_id", None) or 0   # T5: pad (0)
     if kind == "encoder-decoder" and getattr(c, "pad_token_id", None) is None:
         c.pad_token_id = 0
-    if getattr(c, "num_local_experts", None) or getattr(c, "num_experts", None) or \
-            getattr(c, "n_routed_experts", None):
+    if grouped and (getattr(c, "num_local_experts", None) or getattr(c, "num_experts", None)
+                    or getattr(c, "n_routed_experts", None)):
         c._experts_implementation = "grouped_mm"
     auto = {"decoder": tf.AutoModelForCausalLM, "encoder": tf.AutoModelForSequenceClassification,
             "encoder-decoder": tf.AutoModelForSeq2SeqLM,
@@ -112,6 +116,8 @@ def build_model(config: dict, kind: str, attention: str = "sdpa"):
         try:
             return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
         except ValueError as exc:
+            if grouped and "experts implementation" in str(exc):   # Llama 4: its experts
+                return build_model(config, kind, attention, grouped=False)   # are one bmm
             if c._attn_implementation != "sdpa" or "attention implementation" not in str(exc):
                 raise
             c._attn_implementation = "eager"   # e.g. Gemma-2 (logit soft-capping): eager only

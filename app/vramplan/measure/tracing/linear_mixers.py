@@ -8,7 +8,9 @@ function; a CPU trace gets the torch fallback, which keeps every chunk's interme
 backward (several times what the kernel keeps) or, for Mamba2 in training, a different path (the
 fallback returns None and the layer runs its step-by-step torch_forward). While the emulation is
 active the modelling modules' names point at functions that allocate and save what the kernels
-do (fake tensors only; a real CPU run keeps the fallback):
+do (fake tensors only; a real CPU run keeps the fallback). gpt-oss's attention with sinks has
+no SDPA path in transformers 5.23 (eager only); its GPU path is a flash kernel with sinks
+(`FlashSinks`).
 
 * Mamba2 in training (GraniteMoeHybridMambaLayer, NemotronHMamba2Mixer, BambaMixer call
   `mamba2_split_conv1d_scan_combined(in_proj(x), ..., rmsnorm_weight, outproj_weight)`):
@@ -158,11 +160,53 @@ def gated_delta_rule(original):
     return call
 
 
+class FlashSinks(torch.autograd.Function):
+    """A flash-attention kernel with attention sinks (the gpt-oss model card's GPU path,
+    `attn_implementation="kernels-community/vllm-flash-attn3"`: FA3 with `s_aux`), by its
+    allocations: it saves q, k, v (key / value heads unrepeated), its output and an fp32
+    logsumexp per head and token, plus the sinks; backward allocates dq, dk, dv, an fp32 dq
+    accumulator and an fp32 softmax_d per head and token."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, sinks):
+        b, h, s, d = q.shape
+        out = q.new_empty((b, s, h, v.shape[-1]))
+        lse = torch.empty((b, h, s), dtype=torch.float32, device=q.device)
+        ctx.save_for_backward(q, k, v, out, lse, sinks)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        q, k, v, out, lse, sinks = ctx.saved_tensors
+        work = (torch.empty(q.shape, dtype=torch.float32, device=q.device),
+                torch.empty(lse.shape, dtype=torch.float32, device=q.device))
+        del work
+        return (torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+                torch.empty_like(sinks))
+
+
+def flash_sinks(original):
+    """A stand-in for gpt-oss's eager_attention_forward (scores, sinks, softmax in the input
+    dtype), which transformers 5.23 runs for "sdpa" too (SDPA has no sinks)."""
+    def call(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        if not is_fake(query) or dropout:
+            return original(module, query, key, value, attention_mask, scaling, dropout,
+                            **kwargs)
+        Patched.count("gpt-oss eager attention->flash with sinks")
+        if torch.is_autocast_enabled(query.device.type):
+            dt = torch.get_autocast_dtype(query.device.type)
+            query, key, value = (t.to(dt) for t in (query, key, value))
+        with torch.autocast(query.device.type, enabled=False):
+            return FlashSinks.apply(query, key, value, module.sinks), None
+    return call
+
+
 _SWAPS = [(f"transformers.models.{m}.modeling_{m}", "mamba2_split_conv1d_scan_combined",
            mamba2_combined) for m in MAMBA_MODULES] + [
     ("transformers.models.qwen3_next.modeling_qwen3_next", "causal_conv1d_fn", causal_conv1d),
     ("transformers.models.qwen3_next.modeling_qwen3_next", "torch_chunk_gated_delta_rule",
-     gated_delta_rule)]
+     gated_delta_rule),
+    ("transformers.models.gpt_oss.modeling_gpt_oss", "eager_attention_forward", flash_sinks)]
 
 
 class Patched:
