@@ -35,9 +35,18 @@ bench: venv
 	$(BIN)/python benchmarks/fidelity.py
 
 # the real-module comparison (needs PyPI once: pip install -e ".[tracing]")
-.PHONY: real-modules
-real-modules: venv
+.PHONY: real-modules tracing
+TRACING_STAMP := $(VENV)/.installed-tracing
+
+# the tracing extra (transformers, timm, torchvision, diffusers at their pins): .ci/run installs
+# it so tests/test_trace_real_modules.py runs in CI (without it those tests skip)
+tracing: $(TRACING_STAMP)
+
+$(TRACING_STAMP): $(STAMP)
 	$(BIN)/pip install -q -e ".[tracing]"
+	touch $(TRACING_STAMP)
+
+real-modules: tracing
 	HF_HUB_OFFLINE=1 $(BIN)/python benchmarks/real_modules.py
 
 fidelity: bench
