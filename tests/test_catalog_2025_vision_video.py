@@ -298,3 +298,40 @@ def test_siglip_takes_384_with_stride_14():
     with pytest.raises(ScenarioError) as err:
         estimate({"model": "dinov2-base", "task": "forward", "resolution": [224, 230]}, H100)
     assert err.value.key == "resolution"
+
+
+# ---- SAM 2.1 (arch "sam2": workloads/vision/hiera.py) -----------------------------------------
+
+SAM2_PUBLISHED = {   # SAM 2 README (facebookresearch/sam2): model size (M)
+    "facebook/sam2.1-hiera-large": 224.4e6, "facebook/sam2.1-hiera-base-plus": 80.8e6,
+    "facebook/sam2.1-hiera-small": 46e6, "facebook/sam2.1-hiera-tiny": 38.9e6,
+}
+
+
+@pytest.mark.parametrize("mid", sorted(SAM2_PUBLISHED))
+def test_sam2_against_the_readme(mid):
+    assert get_model(mid).source.startswith("https://huggingface.co/" + mid)
+    assert abs(param_count(mid) / SAM2_PUBLISHED[mid] - 1) <= 0.02
+
+
+def test_sam2_large_by_parts():
+    """Hiera-L: patch conv 3 x 7^2 x 144 + 144 = 21,312; position embeddings 144 x (7^2 + 8^2)
+    = 16,272; FPN neck 1x1 convs (1152 + 576 + 288 + 144) x 256 + 4 x 256 = 553,984; the
+    heads 11,743,362; the 48 blocks take the rest: 212,111,712 (the sam2 code's module count
+    of Hiera-L's blocks). In all 224,446,642 (README: 224.4M)."""
+    neck = (1152 + 576 + 288 + 144) * 256 + 4 * 256
+    assert neck == 553_984
+    total = 21_312 + 16_272 + 212_111_712 + neck + 11_743_362
+    assert param_count("sam2.1-hiera-large") == total == 224_446_642
+
+
+def test_sam2_stages_pool_the_token_grid():
+    """1024 px: the stride-4 patch conv gives 256 x 256 tokens; three 2x2 query pools give
+    128^2, 64^2 and 32^2; the image embedding is the 64 x 64 level (scalp drops 32 x 32)."""
+    cfg = get_model("sam2.1-hiera-tiny").config
+    g, _ = build(cfg, (1024, 1024), "f32", None, False, "sdpa", False)
+    pools = [op.output.shape for op in g.ops if op.name == "q_pool"]
+    assert pools == [(128 * 128, 192), (64 * 64, 384), (32 * 32, 768)]
+    assert next(op.output.shape for op in g.ops if op.name == "image_tokens") == (64 * 64, 256)
+    e = estimate({"model": "sam2.1-hiera-large", "task": "forward"}, H100)
+    assert e.fits and e.components["weights"] == 2 * 224_446_642

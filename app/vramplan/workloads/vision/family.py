@@ -28,6 +28,8 @@ def resolution_rule(cfg: dict) -> dict | None:
     if cfg.get("arch") == "vit":
         p = int(cfg.get("patch", 16))
         return {"multiple": p, "why": f"it cuts the image into {p}x{p} patches"}
+    if cfg.get("arch") == "sam2":   # a 4-stride patch conv and three 2x2 query pools
+        return {"multiple": 32, "why": "its patch conv strides 4 and three stages pool 2x2"}
     if cfg.get("arch") == "unet":
         m = 2 ** (len(cfg.get("channels", ())) - 1)
         return {"multiple": m, "why": f"{len(cfg['channels']) - 1} max-pool levels whose skips "

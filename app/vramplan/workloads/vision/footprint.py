@@ -32,7 +32,7 @@ from ...hardware.capabilities import plan_warnings
 from .family import native_resolution, resolution_rule
 from .layers import Graph
 from . import cudnn, mmcv_fp16, nets
-from . import heads
+from . import heads, hiera
 
 
 
@@ -129,6 +129,8 @@ def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=Fal
             tok = nets.swin(g, x0, cfg, mode)
         loss(nets.classifier(g, tok, classes, tokens=True, pool=cfg.get("pool", "cls"),
                              ln_after=arch == "vit"))
+    elif arch == "sam2":
+        loss(hiera.sam2(g, x0, cfg, mode))
     elif arch == "unet":
         out = nets.unet(g, x0, cfg)[0]
         keep.append(heads.seg_loss(g, _loss_in(g, out), res) if training else out)
