@@ -322,14 +322,14 @@ def test_inline_pipeline_estimates_like_the_catalog_model():
 
 
 @pytest.mark.parametrize("mutate, key, words", [
-    (lambda p: p.update(_class_name="HunyuanVideoPipeline"), "architecture._class_name",
-     "HunyuanVideoPipeline"),   # (WanPipeline is read since H12's pipeline_video.py)
+    (lambda p: p.update(_class_name="CogVideoXPipeline"), "architecture._class_name",
+     "CogVideoXPipeline"),   # (Wan / HunyuanVideo / LTX are read since pipeline_video.py)
     (lambda p: p.pop("configs"), "architecture.configs", "missing"),
     (lambda p: p["configs"].pop("vae"), "architecture.configs.vae", "AutoencoderKL"),
     (lambda p: p["configs"]["transformer"].pop("num_single_layers"),
      "architecture.configs.transformer", "num_single_layers"),
-    (lambda p: p.update(transformer=["diffusers", "HunyuanVideoTransformer3DModel"]),
-     "architecture.configs.transformer", "HunyuanVideoTransformer3DModel"),
+    (lambda p: p.update(transformer=["diffusers", "CogVideoXTransformer3DModel"]),
+     "architecture.configs.transformer", "CogVideoXTransformer3DModel"),
     (lambda p: p["configs"]["vae"].update(block_out_channels=[128, "x"]),
      "architecture.configs.vae", "block_out_channels"),
 ])

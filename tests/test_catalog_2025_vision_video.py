@@ -335,3 +335,54 @@ def test_sam2_stages_pool_the_token_grid():
     assert next(op.output.shape for op in g.ops if op.name == "image_tokens") == (64 * 64, 256)
     e = estimate({"model": "sam2.1-hiera-large", "task": "forward"}, H100)
     assert e.fits and e.components["weights"] == 2 * 224_446_642
+
+
+# ---- inline pipelines of the 2025 classes (catalog/pipeline.py + pipeline_video.py) -----------
+
+CLIP_L = {"architectures": ["CLIPTextModel"], "hidden_size": 768, "intermediate_size": 3072,
+          "max_position_embeddings": 77, "model_type": "clip_text_model",
+          "num_attention_heads": 12, "num_hidden_layers": 12, "vocab_size": 49408}
+
+
+def _index(mid, pipe, classes, given=None):
+    """model_index.json of a catalog pipeline with the configs its entry records."""
+    comps = get_model(mid).config["components"]
+    given = given or {}
+    return {"_class_name": pipe, "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"],
+            **{n: ["diffusers", cls] for n, cls in classes.items()},
+            "configs": {n: copy.deepcopy(given.get(n) or comps[n]["diffusers_config"])
+                        for n in classes}}
+
+
+@pytest.mark.parametrize("mid, pipe, classes, given", [
+    ("Qwen/Qwen-Image", "QwenImagePipeline",
+     {"text_encoder": "Qwen2_5_VLForConditionalGeneration",
+      "transformer": "QwenImageTransformer2DModel", "vae": "AutoencoderKLQwenImage"},
+     {"text_encoder": "Qwen/Qwen2.5-VL-7B-Instruct"}),
+    ("hunyuanvideo", "HunyuanVideoPipeline",
+     {"text_encoder": "LlamaModel", "text_encoder_2": "CLIPTextModel",
+      "transformer": "HunyuanVideoTransformer3DModel", "vae": "AutoencoderKLHunyuanVideo"},
+     {"text_encoder_2": CLIP_L}),
+    ("ltx-video", "LTXPipeline",
+     {"text_encoder": "T5EncoderModel", "transformer": "LTXVideoTransformer3DModel",
+      "vae": "AutoencoderKLLTXVideo"},
+     {"text_encoder": "black-forest-labs/FLUX.1-dev"}),
+])
+def test_inline_pipelines_equal_the_catalog_entries(mid, pipe, classes, given):
+    """The Qwen-Image text encoder is Qwen2.5-VL-7B's nested config (8,292,166,656 with its
+    vision tower and lm_head); HunyuanVideo's LlamaModel is the causal LM without its untied
+    128320 x 4096 head (7,505,186,816)."""
+    given = dict(given)
+    if given.get("text_encoder") == "Qwen/Qwen2.5-VL-7B-Instruct":
+        given["text_encoder"] = get_model("Qwen/Qwen2.5-VL-7B-Instruct").config
+    if given.get("text_encoder") == "black-forest-labs/FLUX.1-dev":
+        given["text_encoder"] = {"d_ff": 10240, "d_kv": 64, "d_model": 4096,
+                                 "feed_forward_proj": "gated-gelu", "num_heads": 64,
+                                 "num_layers": 24, "vocab_size": 32128}
+    inline = pipeline_config(_index(mid, pipe, classes, given))
+    catalog = get_model(mid).config
+    for name, comp in inline["components"].items():
+        assert comp["params"] == catalog["components"][name]["params"], name
+    assert inline["guidance"] == catalog["guidance"]
+    e = estimate({"architecture": _index(mid, pipe, classes, given), "task": "load"}, H100)
+    assert e.components["weights"] == 2 * sum(c["params"] for c in inline["components"].values())

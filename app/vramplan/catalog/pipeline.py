@@ -6,10 +6,9 @@ The scenario's `architecture` is the pipeline's model_index.json (its `_class_na
 config.json of each component by name (`transformer`, `vae`, `text_encoder`, ...). Each
 component's parameters are counted from its config the way its diffusers / transformers module
 builds them (cited per class below); the sampling defaults are the pipeline's `__call__`
-defaults. Known today: FluxPipeline, FluxKontextPipeline, StableDiffusion3Pipeline and
-WanPipeline (FluxTransformer2DModel, SD3Transformer2DModel, WanTransformer3DModel,
-AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage, CLIPTextModel(WithProjection),
-T5EncoderModel, UMT5EncoderModel; the 2025 classes in pipeline_video.py); other pipelines or
+defaults. Known today: FluxPipeline, FluxKontextPipeline, StableDiffusion3Pipeline,
+WanPipeline, QwenImagePipeline, HunyuanVideoPipeline and LTXPipeline (the component classes
+the refusal message lists; the 2025 ones counted in pipeline_video.py); other pipelines or
 component classes are refused with a message naming them.
 """
 from __future__ import annotations
@@ -44,7 +43,26 @@ PIPELINES = {"FluxPipeline": {"denoiser": "transformer", "guidance": "distilled"
              # among them)
              "FluxKontextPipeline": {"denoiser": "transformer", "guidance": "distilled",
                                      "default_resolution": [1024, 1024], "default_steps": 28,
-                                     "t5_max_tokens": 512, "reference_image": True}}
+                                     "t5_max_tokens": 512, "reference_image": True},
+             # QwenImagePipeline.__call__ (pipelines/qwenimage/pipeline_qwenimage.py): 1024 x
+             # 1024, 50 steps, max_sequence_length 512 after the 34-token template drop, true
+             # CFG (a second call) only with a negative prompt
+             "QwenImagePipeline": {"denoiser": "transformer", "guidance": "cfg-sequential",
+                                   "guidance_default": False, "default_resolution": [1024, 1024],
+                                   "default_steps": 50, "llm_max_tokens": 512,
+                                   "text_tokens": 512},
+             # HunyuanVideoPipeline.__call__ (pipeline_hunyuan_video.py): 720 x 1280, 129 frames,
+             # 50 steps, embedded guidance (true_cfg_scale 1.0), max_sequence_length 256 + the
+             # template's crop_start 95 through the Llama encoder, 256 reach the transformer
+             "HunyuanVideoPipeline": {"denoiser": "transformer", "guidance": "distilled",
+                                      "video": True, "default_resolution": [720, 1280],
+                                      "default_frames": 129, "default_steps": 50,
+                                      "llm_max_tokens": 351, "text_tokens": 256},
+             # LTXPipeline.__call__ (pipelines/ltx/pipeline_ltx.py): 512 x 704, 161 frames, 50
+             # steps, guidance_scale 3 on a doubled batch, max_sequence_length 128
+             "LTXPipeline": {"denoiser": "transformer", "guidance": "cfg", "video": True,
+                             "default_resolution": [512, 704], "default_frames": 161,
+                             "default_steps": 50, "t5_max_tokens": 128, "text_tokens": 128}}
 
 # T5 'wo' stays out of quantisation (transformers T5 _keep_in_fp32_modules): fp32 under
 # bitsandbytes 4-bit, the compute dtype under int8 - as catalog/data/diffusion.json records
@@ -212,9 +230,17 @@ def t5_encoder(c: _Cfg, max_tokens: int) -> dict:
 def _video_component(cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
     """The 2025 component classes (catalog/pipeline_video.py); None for other classes. A config
     those counters cannot read (an I2V image embedder, the Wan 2.2 residual VAE) is refused."""
+    tokens = defaults.get("text_tokens", 0)
     counters = {"WanTransformer3DModel": V.wan_transformer,
+                "QwenImageTransformer2DModel": lambda c: V.qwenimage_transformer(c, tokens),
+                "HunyuanVideoTransformer3DModel": lambda c: V.hunyuan_video_transformer(c, tokens),
+                "LTXVideoTransformer3DModel": lambda c: V.ltx_video_transformer(c, tokens),
                 "AutoencoderKLWan": V.wan_vae, "AutoencoderKLQwenImage": V.wan_vae,
-                "UMT5EncoderModel": lambda c: V.umt5_encoder(c, defaults["t5_max_tokens"])}
+                "AutoencoderKLHunyuanVideo": V.hunyuan_vae, "AutoencoderKLLTXVideo": V.ltx_vae,
+                "UMT5EncoderModel": lambda c: V.umt5_encoder(c, defaults["t5_max_tokens"]),
+                "Qwen2_5_VLForConditionalGeneration":
+                    lambda c: V.llm_encoder(c, defaults["llm_max_tokens"], lm_head=True),
+                "LlamaModel": lambda c: V.llm_encoder(c, defaults["llm_max_tokens"], lm_head=False)}
     if cls not in counters:
         return None
     try:
@@ -241,10 +267,13 @@ def _component(name: str, cls: str, cfg: _Cfg, defaults: dict) -> dict | None:
         return t5_encoder(cfg, defaults["t5_max_tokens"])
     raise _bad(f"configs.{name}", f"component class '{cls}' is not one vramplan can count "
                                   f"(FluxTransformer2DModel, SD3Transformer2DModel, "
-                                  f"WanTransformer3DModel, AutoencoderKL, AutoencoderKLWan, "
-                                  f"AutoencoderKLQwenImage, CLIPTextModel, "
-                                  f"CLIPTextModelWithProjection, T5EncoderModel, "
-                                  f"UMT5EncoderModel)")
+                                  f"WanTransformer3DModel, QwenImageTransformer2DModel, "
+                                  f"HunyuanVideoTransformer3DModel, LTXVideoTransformer3DModel, "
+                                  f"AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage, "
+                                  f"AutoencoderKLHunyuanVideo, AutoencoderKLLTXVideo, "
+                                  f"CLIPTextModel, CLIPTextModelWithProjection, T5EncoderModel, "
+                                  f"UMT5EncoderModel, Qwen2_5_VLForConditionalGeneration, "
+                                  f"LlamaModel)")
 
 
 NO_PARAMS = ("tokenizer", "tokenizer_2", "tokenizer_3", "scheduler", "feature_extractor")
@@ -283,6 +312,7 @@ def pipeline_config(index: dict) -> dict:
            "default_steps": defaults["default_steps"], "components": comps}
     if defaults.get("video"):
         out.update(video=True, default_frames=defaults["default_frames"])
-    if defaults.get("reference_image"):
-        out["reference_image"] = True
+    for key in ("reference_image", "guidance_default"):
+        if key in defaults:
+            out[key] = defaults[key]
     return out

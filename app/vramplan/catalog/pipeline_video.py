@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import math
 
+from ..errors import ScenarioError
+from .hf_config import arch_from_config
+from .nested import is_nested, nested_arch
+
 
 def lin(i: int, o: int) -> int:
     """An nn.Linear(i, o) with bias."""
@@ -341,3 +345,18 @@ def umt5_encoder(c, max_tokens: int) -> dict:
     return {"kind": "t5-encoder", "params": vocab * d + layers * per + d, "hidden": d,
             "layers": layers, "heads": heads, "head_dim": dkv, "ffn": ffn, "gated": gated,
             "max_tokens": max_tokens, "quantize": True, "embedding_params": vocab * d}
+
+
+def llm_encoder(c, max_tokens: int, lm_head: bool) -> dict:
+    """A decoder LLM whose hidden states are the prompt embedding: Qwen-Image's
+    Qwen2_5_VLForConditionalGeneration (its vision tower and lm_head loaded too: the nested
+    config's count, catalog/nested.py) or HunyuanVideo's LlamaModel (no lm_head: the untied
+    vocab x hidden head taken off the causal-LM count of catalog/hf_config.py)."""
+    try:
+        arch = nested_arch(c.cfg) if is_nested(c.cfg) else arch_from_config(c.cfg)
+    except ScenarioError as exc:
+        raise ScenarioError(c.where, str(exc)) from exc
+    n = arch.param_count() - (0 if lm_head or arch.tied_embeddings else arch.vocab * arch.hidden)
+    return {"kind": "llm-encoder", "params": n, "hidden": arch.hidden, "layers": arch.layers,
+            "heads": arch.heads, "ffn": arch.ffn, "gated": True, "max_tokens": max_tokens,
+            "quantize": True, "embedding_params": arch.vocab * arch.hidden}
