@@ -129,10 +129,14 @@ def test_wan_cfg_runs_two_calls_not_a_doubled_batch():
     assert on.bandwidth["flops_per_step"] == 2 * off.bandwidth["flops_per_step"]
 
 
-def test_wan_22_holds_both_experts():
+def test_wan_22_holds_both_experts_and_the_vae_loads_in_fp32():
+    """bf16 umT5 and transformer(s), the VAE in fp32 (diffusers' WanPipeline example)."""
     a14 = estimate({"model": "wan2.2-t2v-a14b", "task": "load"}, H100).components["weights"]
     w14 = estimate({"model": "wan2.1-t2v-14b", "task": "load"}, H100).components["weights"]
     assert a14 - w14 == 2 * 14_288_491_584
+    assert w14 == 2 * (5_680_910_336 + 14_288_491_584) + 4 * 126_892_531
+    nf4 = estimate({"model": "wan2.1-t2v-14b", "task": "load", "precision": "nf4"}, H100)
+    assert "vae=bf16" in " ".join(nf4.notes)      # a quantised global keeps the VAE in bf16
 
 
 @pytest.mark.parametrize("mid", ["Wan-AI/Wan2.1-T2V-1.3B-Diffusers",

@@ -47,10 +47,15 @@ def component_precision(scenario, name: str, comp: dict) -> str:
     fp8 reaches the denoiser alone: the option is diffusers' `ModelMixin.enable_layerwise_casting`,
     called on the pipeline's transformer / U-Net (diffusers docs, "Layerwise casting"; the HF
     blog diffusers-quantization's FLUX recipe); transformers' text encoders have no such method
-    and stay in the compute dtype. Per-component precision (a dict) states any other split."""
+    and stay in the compute dtype. A component whose catalog entry has `load_dtype` takes it
+    under any unquantised global precision (the Wan VAE: diffusers' WanPipeline example loads
+    AutoencoderKLWan with torch_dtype=torch.float32 beside a bf16 pipeline). Per-component
+    precision (a dict) states any other split."""
     if isinstance(scenario.precision, dict):
         return scenario.precision_for(name)
     prec = scenario.precision
+    if comp.get("load_dtype") and not P.is_quantized(prec):
+        return comp["load_dtype"]       # the pipeline's documented recipe loads it so
     if P.is_quantized(prec) and not comp.get("quantize", False):
         return "bf16"
     if prec == "fp8" and name not in DENOISERS and "layerwise-casting" in (scenario.options or ()):
