@@ -343,3 +343,23 @@ def test_gpt_oss_attention_runs_flash_with_sinks():
     assert real.rewrites["gpt-oss eager attention->flash with sinks"] == 2 * 2
     est = estimate(dict(s, architecture=cfg), with_max_batch=False)
     assert -0.25 < est.peak_allocated_bytes / real.peak_allocated_bytes - 1 < 0
+
+
+def test_vlm_config_builds_its_towers():
+    """A nested VLM config (Qwen2.5-VL: text keys at the top and in text_config, a
+    vision_config) is built with AutoModelForImageTextToText and fed text tokens: its weights
+    are the estimate's (catalog/nested.py counts the tower layer by layer), fp32 at 4 B per
+    parameter, up to the allocator's 512-B rounding of each of its ~100 tensors."""
+    _need("transformers")
+    from vramplan.estimate import estimate
+    cfg = _frontier("Qwen/Qwen2.5-VL-7B-Instruct", 1)
+    cfg["text_config"] = dict(cfg["text_config"], num_hidden_layers=1,
+                              layer_types=cfg["text_config"]["layer_types"][:1])
+    cfg["vision_config"] = dict(cfg["vision_config"], depth=1, fullatt_block_indexes=[0])
+    s = {"task": "forward", "batch_size": 1, "seq_len": 16, "precision": "fp32",
+         "gpu": "nvidia-h100-sxm5-80gb"}
+    est = estimate(dict(s, architecture=cfg), with_max_batch=False)
+    real = trace.trace_real(dict(s, architecture=cfg), {"hf": cfg}, timeline=False)
+    assert "ForConditionalGeneration" in real.notes[0]
+    w_est, w_real = est.components["weights"], real.components["weights"]
+    assert 0 <= w_real - w_est <= 512 * 120

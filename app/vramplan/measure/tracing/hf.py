@@ -84,6 +84,8 @@ def kind_of(config: dict) -> str:
     mt = _check(config)
     if mt in VISION_TYPES:
         return "vision"
+    if isinstance(config.get("vision_config"), dict):   # a VLM (catalog/nested.py): its
+        return "decoder"                                 # text decoder takes the tokens
     from ...catalog.hf_config import arch_from_config
     return arch_from_config(config).kind
 
@@ -112,6 +114,8 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
     auto = {"decoder": tf.AutoModelForCausalLM, "encoder": tf.AutoModelForSequenceClassification,
             "encoder-decoder": tf.AutoModelForSeq2SeqLM,
             "vision": tf.AutoModelForImageClassification}[kind]
+    if kind == "decoder" and isinstance(config.get("vision_config"), dict):
+        auto = tf.AutoModelForImageTextToText   # a VLM: its towers built, fed text tokens
     try:
         try:
             return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
