@@ -390,3 +390,29 @@ def test_inline_pipelines_equal_the_catalog_entries(mid, pipe, classes, given):
     assert inline["guidance"] == catalog["guidance"]
     e = estimate({"architecture": _index(mid, pipe, classes, given), "task": "load"}, H100)
     assert e.components["weights"] == 2 * sum(c["params"] for c in inline["components"].values())
+
+
+# ---- the counters against the diffusers / transformers modules themselves --------------------
+
+@pytest.mark.parametrize("mid, comp, cls", [
+    ("wan2.1-t2v-1.3b", "transformer", "WanTransformer3DModel"),
+    ("wan2.2-ti2v-5b", "transformer", "WanTransformer3DModel"),
+    ("wan2.1-t2v-14b", "vae", "AutoencoderKLWan"),
+    ("wan2.2-ti2v-5b", "vae", "AutoencoderKLWan"),
+    ("Qwen/Qwen-Image", "transformer", "QwenImageTransformer2DModel"),
+    ("Qwen/Qwen-Image", "vae", "AutoencoderKLQwenImage"),
+    ("hunyuanvideo", "transformer", "HunyuanVideoTransformer3DModel"),
+    ("hunyuanvideo", "vae", "AutoencoderKLHunyuanVideo"),
+    ("ltx-video", "transformer", "LTXVideoTransformer3DModel"),
+    ("ltx-video", "vae", "AutoencoderKLLTXVideo"),
+])
+def test_counter_equals_the_diffusers_module(mid, comp, cls):
+    """Built on the meta device from the config the catalog records (diffusers as installed)."""
+    torch = pytest.importorskip("torch")
+    from vramplan.measure.tracing.libs import ensure_torchvision
+    ensure_torchvision()       # transformers (imported by diffusers) needs torchvision's ops
+    diffusers = pytest.importorskip("diffusers")
+    c = get_model(mid).config["components"][comp]
+    with torch.device("meta"):
+        module = getattr(diffusers, cls)(**c["diffusers_config"])
+    assert sum(p.numel() for p in module.parameters()) == c["params"]
