@@ -416,3 +416,31 @@ def test_counter_equals_the_diffusers_module(mid, comp, cls):
     with torch.device("meta"):
         module = getattr(diffusers, cls)(**c["diffusers_config"])
     assert sum(p.numel() for p in module.parameters()) == c["params"]
+
+
+@pytest.mark.parametrize("mid, cls, kwargs", [
+    ("facebook/dinov2-base", "Dinov2", dict(hidden_size=768, num_hidden_layers=12,
+                                            num_attention_heads=12, patch_size=14,
+                                            image_size=518)),
+    ("facebook/dinov2-giant", "Dinov2", dict(hidden_size=1536, num_hidden_layers=40,
+                                             num_attention_heads=24, patch_size=14,
+                                             image_size=518, use_swiglu_ffn=True)),
+    ("google/siglip2-so400m-patch14-384", "SiglipVision",
+     dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=27,
+          num_attention_heads=16, patch_size=14, image_size=384)),
+    ("facebook/dinov3-vitl16-pretrain-lvd1689m", "DINOv3ViT",
+     dict(patch_size=16, hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
+          num_attention_heads=16, num_register_tokens=4)),
+])
+def test_vision_walk_equals_the_transformers_module(mid, cls, kwargs):
+    """The layer walk's count against transformers' own module (meta device), built from the
+    config keys the catalog entry's source cites (DINOv2's config.json says image_size 518: its
+    1370-row position table; transformers' default would be 224)."""
+    torch = pytest.importorskip("torch")
+    from vramplan.measure.tracing.libs import ensure_torchvision
+    ensure_torchvision()
+    tf = pytest.importorskip("transformers")
+    config = getattr(tf, cls + "Config")(**kwargs)
+    with torch.device("meta"):
+        module = getattr(tf, cls + "Model")(config)
+    assert sum(p.numel() for p in module.parameters()) == param_count(mid)
