@@ -43,7 +43,8 @@ QUANT = ["fp8", "int8", "int4", "nf4"]
 FLOAT = ["fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed"]
 CONTRACT = {"scenario", "gpu", "per_gpu", "fits", "headroom_bytes", "max_batch_size",
             "bandwidth", "recommendations"}
-EXTRA_OUT = {"peak_phase", "phases", "notes", "source", "ranks"}   # estimate.to_dict; ranks: pipeline stages
+EXTRA_OUT = {"peak_phase", "phases", "notes", "source", "ranks",   # estimate.to_dict; ranks: pipeline stages
+             "memory_limit", "max_context", "serving", "stack"}  # docs/SCENARIO.md's added sections
 STANDARD = ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "temporary",
             "cuda_context", "allocator_slack")
 
@@ -279,7 +280,10 @@ def check(e):
     assert sum(comps.values()) == used, (comps, used)
     assert alloc <= res <= used
     usable = e.gpu.usable_bytes
-    assert d["fits"] == (used <= usable)
+    # serve: "fits" also means the engine starts (vLLM's start-up check, the `serving` section)
+    starts = d.get("serving", {}).get("engine_starts", True)
+    assert d["fits"] == (used <= d["memory_limit"]["limit_bytes"] and starts)
+    assert d["memory_limit"]["limit_bytes"] <= usable
     assert d["headroom_bytes"] == usable - used
     for ph in d["phases"].values():
         assert all(is_byte_int(v) for v in ph.values()), ph
