@@ -40,12 +40,12 @@ class Estimate(MemoryReport):
             self.sections["ranks"] = list(self.ranks)
         if self.max_context is not None:   # generate / serve (`longest_context`)
             self.sections["max_context"] = int(self.max_context)
-        if self.footprint.stack:   # the stack named and its mechanisms (workloads/dispatch)
-            self.sections["stack"] = dict(self.footprint.stack)
         if self.limit:
             self.sections["memory_limit"] = dict(self.limit)
         if self.footprint.serving:  # the engine's start-up check (workloads/transformer/engine)
             self.sections["serving"] = dict(self.footprint.serving)
+        if self.footprint.stack:   # the stack named and its mechanisms (workloads/dispatch)
+            self.sections["stack"] = dict(self.footprint.stack)
         return super().to_dict()
 
 
@@ -114,7 +114,7 @@ def _ranks(fp: Footprint, sc, dev) -> list[dict]:
                     "peak_allocated_bytes": r.peak_allocated_bytes,
                     "peak_reserved_bytes": int(reserved),
                     "device_used_bytes": int(used["total"]),
-                    "fits": _fits(int(used["total"]), dev)})
+                    "fits": _fits(int(used["total"]), dev, sc)})
     return out
 
 
