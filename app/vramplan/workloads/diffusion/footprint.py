@@ -260,7 +260,8 @@ def footprint(scenario, spec, device) -> Footprint:
                                2 if cfg.get("reference_image") else 1)
     if task in ("lora", "train"):
         return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
-                         lat_h, lat_w, text_tokens, eager, notes, phases, largest, fwd_flops)
+                         (lat_f, lat_h, lat_w), text_tokens, eager, notes, phases, largest,
+                         fwd_flops)
 
     den_act = phases["denoise"]["activations"]
     if task == "load":
@@ -324,11 +325,16 @@ def _carried_segments(phases: dict, largest: dict, levels: list) -> int:
     return held - _lesser(held, fits)
 
 
-def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_h, lat_w,
+def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, latent,
               text_tokens, eager, notes, phases, largest, fwd_flops=0.0) -> Footprint:
     """LoRA / full fine-tuning of the denoiser: frozen text encoders and VAE stay resident
     (the VAE encodes the batch every step), the denoiser's forward activations are saved for
-    backward (or only block boundaries under checkpointing)."""
+    backward (or only block boundaries under checkpointing). `latent` is (frames, h, w) of the
+    latent: a video denoiser trains on every latent frame, so its sequence is the same
+    `image_tokens` as one denoise call (diffusers' train_cogvideox_lora.py encodes the whole
+    clip with the VAE and the transformer sees all latent frames' patches; Wan 2.1 at 81 x 480
+    x 832: 21 x 30 x 52 = 32,760 tokens, not one frame's 1,560)."""
+    lat_f, lat_h, lat_w = latent
     prec = precs[den_name]
     e = _act_bytes(prec)
     opt = scenario.optimizer or "adamw"
@@ -364,8 +370,8 @@ def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, lat_
                 saved += blocks * (8 * unit + depth * (30 * unit + scores))
                 work = max(work, 2 * scores + 18 * unit)
     else:
-        p = den.get("patch", 2)
-        n = (lat_h // p) * (lat_w // p) + (text_tokens if den.get("joint_text") else 0)
+        n = image_tokens(cfg, den, lat_h, lat_w, lat_f) + \
+            (text_tokens if den.get("joint_text") else 0)
         hd, f = den["hidden"], den["ffn"]
         layers = den.get("layers", 0) + den.get("single_layers", 0)
         scores = b * den["heads"] * n * n * e if eager else 0
