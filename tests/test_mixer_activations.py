@@ -103,3 +103,15 @@ def test_hybrid_training_activations_follow_the_layer_kinds():
     wider = acts("ibm-granite/granite-4.0-h-tiny", 6, mamba_d_head=128)
     # 5 mamba layers x 1024 tokens x (2 B zxbcdt x 2 x 48 x 64 more + 2 B out_x x 48 x 64 more)
     assert wider - base == pytest.approx(5 * 1024 * (2 * 2 * 3072 + 2 * 3072), rel=1e-6)
+
+
+def test_mamba2_prefill_moment_by_hand():
+    """Granite-4.0-H-Tiny's prefill (bf16, p = 2): zxbcdt 2 x 3072 + 2 x 128 + 48 = 6448 wide,
+    the conv output 3072 + 256 = 3328, the scan output 3072, all 16-bit, and the gated norm's
+    three fp32 tensors of 3072 (12 B each element): 2 x (6448 + 3328 + 3072) + 12 x 3072 =
+    62,560 B per token, / hidden 1536, + 2p for the block input and residual."""
+    a = _arch("ibm-granite/granite-4.0-h-tiny")
+    assert 2 * (6448 + 3328 + 3072) + 12 * 3072 == 62_560
+    assert ma.prefill_coeff(a, 2, 1.0) == pytest.approx(62_560 / 1536 + 4)
+    assert ma.prefill_coeff(a, 2, 100.0) == 100.0               # a wider MLP moment wins
+    assert ma.prefill_coeff(_arch("Qwen/Qwen3-0.6B"), 2, 7.5) == 7.5   # uniform: unchanged

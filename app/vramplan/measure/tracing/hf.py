@@ -137,9 +137,10 @@ def hf_job(config: dict, scn):
     seq_len / target_len / resolution, precision, optimizer, attention, checkpointing, LoRA)."""
     kind = kind_of(config)
     task = scn.task
-    if task not in ("train", "lora", "forward"):
+    if task not in ("train", "lora", "forward", "generate") or (
+            task == "generate" and kind != "decoder"):
         raise ScenarioError("task", f"a Hugging Face model is traced for train, lora or "
-                                    f"forward; not '{task}'")
+                                    f"forward (generate: decoders); not '{task}'")
     if scn.checkpointing == "selective":
         raise ScenarioError("checkpointing", "transformers models offer none or full "
                                              "(gradient_checkpointing_enable); not selective")
@@ -184,10 +185,29 @@ def hf_job(config: dict, scn):
             inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),)
             loss = lambda net, x: net(input_ids=x, labels=x).loss  # noqa: E731
             fwd = lambda net, x: net(input_ids=x).logits  # noqa: E731
+        gen = ({"hf": True, "new_tokens": int(scn.new_tokens)} if task == "generate"
+               else None)
         return Job(model, inputs, loss if train else fwd, task, prec,
-                   scn.optimizer if train else "none", notes=[
+                   scn.optimizer if train else "none", generate=gen, notes=[
                        f"transformers {transformers().__version__} "
                        f"{type(model).__name__} built from its config (no weights)"])
     build.precision = prec
     return build
 
+
+def generate_steps(counter, model, ids, new_tokens: int, amp_ctx):
+    """Prefill and `new_tokens` decode steps as `model.generate` runs them (greedy, no_grad):
+    the model builds its own cache (transformers 5.23 `DynamicCache(config=...)`: per-layer
+    sliding-window, linear-attention and Mamba layers as the config says), each step appends
+    to it; the logits of the last position only (`logits_to_keep=1`)."""
+    counter.phase = "prefill"
+    with torch.no_grad(), amp_ctx():
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        del out
+        counter.phase = "decode"
+        for _ in range(new_tokens):
+            out = model(input_ids=nxt, past_key_values=cache, use_cache=True)
+            nxt = out.logits[:, -1:].argmax(-1)
+            del out
+    del cache, nxt

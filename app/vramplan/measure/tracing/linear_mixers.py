@@ -149,14 +149,58 @@ class GatedDeltaRule(torch.autograd.Function):
 
 
 def gated_delta_rule(original):
+    """A stand-in for `torch_chunk_gated_delta_rule`: with grad, fla's autograd function; in
+    a prefill (no_grad, a cache) its forward: the output, the fp32 final state [B, HV, K, V]
+    and, as temporaries, w / u (k's and v's widths per value head), the per-chunk states h
+    [B, chunks, HV, K, V] and v_new (chunk_gated_delta_rule_fwd)."""
     def call(query, key, value, g, beta, chunk_size=64, initial_state=None,
              output_final_state=False, use_qk_l2norm_in_kernel=False, **kwargs):
-        if (not is_fake(query) or initial_state is not None or output_final_state
-                or not use_qk_l2norm_in_kernel):
+        grad = torch.is_grad_enabled()
+        if (not is_fake(query) or not use_qk_l2norm_in_kernel
+                or (grad and (initial_state is not None or output_final_state))):
             return original(query, key, value, g, beta, chunk_size, initial_state,
                             output_final_state, use_qk_l2norm_in_kernel, **kwargs)
         Patched.count("gated-delta-rule->fla chunk kernel")
-        return GatedDeltaRule.apply(query, key, value, g, beta), None
+        if grad:
+            return GatedDeltaRule.apply(query, key, value, g, beta), None
+        b, s, _, dk = query.shape
+        hv, dv = value.shape[2], value.shape[3]
+        nc = -(-s // CHUNK)
+        tmp = (key.new_empty((b, s, hv, dk)), value.new_empty((b, s, hv, dv)),
+               key.new_empty((b, nc, hv, dk, dv)), value.new_empty((b, s, hv, dv)),
+               key.new_empty((b, s, hv, CHUNK)))
+        o = query.new_empty((b, s, hv, dv))
+        del tmp
+        state = (torch.empty((b, hv, dk, dv), dtype=torch.float32, device=query.device)
+                 if output_final_state else None)
+        return o, state
+    return call
+
+
+def chunk_scan(original):
+    """A stand-in for transformers' `mamba2_chunk_scan` outside training (prefill with a cache:
+    mamba_ssm `mamba_chunk_scan_combined` under no_grad). Its forward allocates, besides the
+    output (x's dtype) and the fp32 final state, the fp32 chunk states [B, chunks, H, P, N],
+    the fp32 C.B^T of each chunk [B, chunks, G, chunk, chunk] and the fp32 dt / dA cumsum
+    [B, H, chunks, chunk] (ssd_combined.py _mamba_chunk_scan_combined_fwd); they are
+    temporaries. With grad the original runs (training takes the combined function)."""
+    def call(hidden_states, dt, A, B, C, chunk_size, *args, return_final_states=False,
+             **kwargs):
+        if not is_fake(hidden_states) or torch.is_grad_enabled():
+            return original(hidden_states, dt, A, B, C, chunk_size, *args,
+                            return_final_states=return_final_states, **kwargs)
+        Patched.count("mamba2 chunk scan->mamba_ssm kernel")
+        b, s, h, p = hidden_states.shape
+        g, n = B.shape[2], B.shape[3]
+        nc = -(-s // chunk_size)
+        f32 = dict(dtype=torch.float32, device=hidden_states.device)
+        tmp = (torch.empty((b, nc, h, p, n), **f32), torch.empty((b, nc, g, chunk_size,
+               chunk_size), **f32), torch.empty((2, b, h, nc, chunk_size), **f32))
+        out = hidden_states.new_empty((b, s, h, p))
+        del tmp
+        if return_final_states:
+            return out, torch.empty((b, h, p, n), **f32)
+        return out
     return call
 
 
@@ -201,8 +245,10 @@ def flash_sinks(original):
     return call
 
 
-_SWAPS = [(f"transformers.models.{m}.modeling_{m}", "mamba2_split_conv1d_scan_combined",
-           mamba2_combined) for m in MAMBA_MODULES] + [
+_SWAPS = [(f"transformers.models.{m}.modeling_{m}", name, make) for m in MAMBA_MODULES
+          for name, make in (("mamba2_split_conv1d_scan_combined", mamba2_combined),
+                             ("mamba2_chunk_scan", chunk_scan),
+                             ("causal_conv1d_fn", causal_conv1d))] + [
     ("transformers.models.qwen3_next.modeling_qwen3_next", "causal_conv1d_fn", causal_conv1d),
     ("transformers.models.qwen3_next.modeling_qwen3_next", "torch_chunk_gated_delta_rule",
      gated_delta_rule),

@@ -207,7 +207,11 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
 
 def _generate(counter, model, inputs, gen, amp_ctx, dtype):
     """Prefill + decode with a static KV cache. Decode steps differ only in the attended length,
-    so the first and the last decode positions are traced (the last one allocates the most)."""
+    so the first and the last decode positions are traced (the last one allocates the most).
+    A transformers model (gen["hf"]) runs its own cache: hf.generate_steps."""
+    if gen.get("hf"):
+        from .hf import generate_steps
+        return generate_steps(counter, model, inputs[0], gen["new_tokens"], amp_ctx)
     ids = inputs[0]
     b, s = ids.shape
     n = gen["new_tokens"]

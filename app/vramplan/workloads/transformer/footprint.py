@@ -17,7 +17,8 @@ from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ...scenario.rules import max_positions
 from ..base import Footprint
-from . import encdec, engine, formats, layer_types, offload_inference, speculative, traffic
+from . import (encdec, engine, formats, layer_types, mixer_activations, offload_inference,
+               speculative, traffic)
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from .lora import LORA_GROUPS, lora_modules
@@ -241,7 +242,8 @@ class _Ctx(Training, StackHooks):
         legacy_cache = legacy_cache or "legacy-cache" in self.opts
         kv_prompt = b * cache(s)
         T = b * s
-        layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor
+        coeff = mixer_activations.prefill_coeff(a, self.p, inference_coeff(a, self.p))
+        layer = coeff * T * a.hidden / self.L.tensor
         scores = 0
         if (self.sc.attention or "sdpa") == "eager":
             scores = score_bytes_inference(a.model_type, self.p, self.mixed) * b * a.heads * s * s

@@ -123,3 +123,30 @@ def hybrid_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
         total += layer - c
     n_att = mixers.count(arch, mixers.ATTENTION_KINDS)
     return total / len(kinds), n_att / len(kinds)
+
+
+def prefill_coeff(arch, p: int, base: float) -> float:
+    """The widest moment of one block in a no_grad prefill (bytes per token per hidden unit):
+    `base` (activations.inference_coeff: MLP or attention) or, for a model with Mamba2 / Gated
+    DeltaNet layers, that mixer's moment on transformers 5.23's kernel path with a cache, if
+    wider. Both end in a gated RMSNorm run in torch (GraniteMoeHybridRMSNormGated /
+    Qwen3NextRMSNormGated: x.float(), silu(gate.float()) and their fp32 product alive
+    together, 12 B per element) while the in_proj output (the gate is a view of it), the conv
+    output (the split q / k / v or x / B / C are views of it, held by the forward's locals) and
+    the scan output are alive; + 2p for the block's input and residual, as in base.
+    Mamba2 (cuda_kernels_forward, cache given): zxbcdt, conv_dim, inner, then 12 x inner.
+    DeltaNet (Qwen3NextGatedDeltaNet.forward): in_proj_qkvz (2 key_dim + 2 value_dim),
+    in_proj_ba (2 nv), the conv output (conv_dim), the kernel output (value_dim), then the
+    norm: its 16-bit normed copy and 12 B per value_dim element."""
+    m = arch.mixer or {}
+    if not arch.layer_kinds or m.get("type") not in ("linear", "mamba"):
+        return base
+    h = arch.hidden
+    if m["type"] == "mamba":
+        inner = m["heads"] * m["head_dim"]
+        conv = inner + 2 * m["groups"] * m["state"]
+        moment = p * (inner + conv + m["heads"] + conv + inner) + 12 * inner
+    else:
+        kd, vd = m["nk"] * m["dk"], m["nv"] * m["dv"]
+        moment = p * (2 * kd + 2 * vd + 2 * m["nv"] + (2 * kd + vd) + vd) + (12 + p) * vd
+    return max(base, moment / h + 2 * p)
