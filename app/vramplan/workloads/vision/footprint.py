@@ -33,6 +33,7 @@ from .family import native_resolution, resolution_rule
 from .layers import Graph
 from . import cudnn, mmcv_fp16, nets
 from . import heads, hiera
+from .flops import with_flops
 
 
 
@@ -102,15 +103,20 @@ def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=Fal
         x0 = g.custom("to_half", [x0], x0.shape, out_dtype=dt)
         if mmcv_hook:
             keep.append(x0)
+    keep += _network(g, x0, cfg, res, mode, training)
+    return g, keep
+
+
+def _loss(g: Graph, logits, training: bool):
+    """What a classifier keeps to the end of the step: its loss when training, else the
+    logits."""
+    return nets.cross_entropy(g, _loss_in(g, logits)) if training else logits
+
+
+def _classifier_logits(g: Graph, x0, cfg: dict, mode: str):
+    """Logits of an image classifier (CNN, ViT, Swin) or SAM 2's image encoder output."""
     arch = cfg["arch"]
     classes = cfg.get("num_classes", 1000)
-
-    def loss(logits):
-        if training:
-            keep.append(nets.cross_entropy(g, _loss_in(g, logits)))
-        else:
-            keep.append(logits)
-
     if arch in ("resnet", "convnext", "efficientnet"):
         fn = {"resnet": nets.resnet, "convnext": nets.convnext, "efficientnet": nets.efficientnet}
         f = fn[arch](g, x0, cfg)[-1]
@@ -119,51 +125,65 @@ def _build(cfg_json, res, dt, amp, training, mode, loss_fp32, batch1, legacy=Fal
             pooled = g.ln(pooled)
         if arch == "efficientnet":
             pooled = g.dropout(pooled, cfg.get("dropout", 0.2))
-        loss(g.linear(pooled, classes))
-    elif arch in ("vit", "swin"):
-        if arch == "vit":
-            tok, _ = nets.vit(g, x0, cfg, mode)
-            if cfg.get("pool") == "map":            # SigLIP: attention-pooling head
-                tok = nets.map_head(g, tok, cfg, mode)
-        else:
-            tok = nets.swin(g, x0, cfg, mode)
-        loss(nets.classifier(g, tok, classes, tokens=True, pool=cfg.get("pool", "cls"),
-                             ln_after=arch == "vit"))
-    elif arch == "sam2":
-        loss(hiera.sam2(g, x0, cfg, mode))
-    elif arch == "unet":
+        return g.linear(pooled, classes)
+    if arch == "sam2":
+        return hiera.sam2(g, x0, cfg, mode)
+    if arch == "vit":
+        tok, _ = nets.vit(g, x0, cfg, mode)
+        if cfg.get("pool") == "map":            # SigLIP: attention-pooling head
+            tok = nets.map_head(g, tok, cfg, mode)
+    else:
+        tok = nets.swin(g, x0, cfg, mode)
+    return nets.classifier(g, tok, classes, tokens=True, pool=cfg.get("pool", "cls"),
+                           ln_after=arch == "vit")
+
+
+def _segmenter(g: Graph, x0, cfg: dict, res: tuple, mode: str, training: bool) -> list:
+    """PSPNet / UperNet (mmseg): backbone, optional neck, decode head (and auxiliary head);
+    returns the tensors kept to the end of the step."""
+    arch = cfg["arch"]
+    keep = []
+    bb = cfg["backbone"]
+    if bb["arch"] == "vit":
+        _, feats = nets.vit(g, x0, bb, mode)
+    else:
+        feats = nets.resnet(g, x0, bb)
+    if cfg.get("neck"):
+        feats = heads.multi_level_neck(g, feats, cfg["neck"])
+    dh = cfg["decode_head"]
+    if arch == "pspnet":
+        logits = heads.psp_head(g, feats[dh.get("in_index", -1)], dh)
+    else:
+        logits = heads.uper_head(g, feats, dh)
+    if training:
+        keep.append(g.input(res, "i64"))                       # the label map
+        keep.append(heads.seg_loss(g, _loss_in(g, logits), res))
+        ah = cfg.get("auxiliary_head")
+        if ah:
+            aux = heads.fcn_head(g, feats[ah["in_index"]], ah)
+            keep.append(heads.seg_loss(g, _loss_in(g, aux), res))
+    else:
+        keep.append(g.resize(logits, res))
+    return keep
+
+
+def _network(g: Graph, x0, cfg: dict, res: tuple, mode: str, training: bool) -> list:
+    """Walk the architecture of `cfg` from the input `x0`; returns the tensors kept to the end
+    of the step (the losses, or the outputs)."""
+    arch = cfg["arch"]
+    if arch in ("resnet", "convnext", "efficientnet", "vit", "swin", "sam2"):
+        return [_loss(g, _classifier_logits(g, x0, cfg, mode), training)]
+    if arch == "unet":
         out = nets.unet(g, x0, cfg)[0]
-        keep.append(heads.seg_loss(g, _loss_in(g, out), res) if training else out)
-    elif arch == "faster_rcnn":
+        return [heads.seg_loss(g, _loss_in(g, out), res) if training else out]
+    if arch == "faster_rcnn":
         feats = nets.resnet(g, x0, cfg["backbone"])
         feats = heads.fpn(g, feats, cfg["fpn_channels"])
         outs = heads.faster_rcnn_heads(g, feats, cfg)
-        keep += outs if training else outs[-2:]
-    elif arch in ("pspnet", "upernet"):
-        bb = cfg["backbone"]
-        if bb["arch"] == "vit":
-            _, feats = nets.vit(g, x0, bb, mode)
-        else:
-            feats = nets.resnet(g, x0, bb)
-        if cfg.get("neck"):
-            feats = heads.multi_level_neck(g, feats, cfg["neck"])
-        dh = cfg["decode_head"]
-        if arch == "pspnet":
-            logits = heads.psp_head(g, feats[dh.get("in_index", -1)], dh)
-        else:
-            logits = heads.uper_head(g, feats, dh)
-        if training:
-            keep.append(g.input(res, "i64"))                       # the label map
-            keep.append(heads.seg_loss(g, _loss_in(g, logits), res))
-            ah = cfg.get("auxiliary_head")
-            if ah:
-                aux = heads.fcn_head(g, feats[ah["in_index"]], ah)
-                keep.append(heads.seg_loss(g, _loss_in(g, aux), res))
-        else:
-            keep.append(g.resize(logits, res))
-    else:
-        raise ScenarioError("model", f"unknown vision architecture '{arch}'")
-    return g, keep
+        return list(outs if training else outs[-2:])
+    if arch in ("pspnet", "upernet"):
+        return _segmenter(g, x0, cfg, res, mode, training)
+    raise ScenarioError("model", f"unknown vision architecture '{arch}'")
 
 
 def _loss_in(g: Graph, logits):
@@ -180,10 +200,39 @@ def _attention_mode(scenario, cfg) -> str:
     return "eager" if mode == "eager" else "sdpa"
 
 
+def _notes(scenario, spec, device, g, cfg, res, batch, prec, legacy, frozen_bn, stack) -> list:
+    """The estimate's notes on the layer walk, the framework convention and the stack."""
+    fw = cfg.get("framework", "torch")
+    training = scenario.task == "train"
+    P, tr = g.params, (g.params - g.frozen_params if training else 0)
+    notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
+             f"graph at {'x'.join(map(str, res))}, batch {shown(batch)}",
+             f"framework convention '{fw}' (see docs/vision.md)"]
+    if legacy:
+        notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
+                     "for backward as well as their output (pytorch/pytorch#64000), so the "
+                     "attention scores and the loss's logits are saved twice")
+    if frozen_bn:
+        stack_mechanisms.use(notes, stack, "frozen-bn")
+    notes += cudnn.notes(g)
+    return plan_warnings(device, precisions=(prec,), attention=scenario.attention,
+                         compute=scenario.task != "load") + notes
+
+
+def _weight_bytes(g: Graph, m: dict, prec: str, fw: str) -> int:
+    """Resident parameter and buffer bytes: a quantised format on the matmul weights, else
+    the mode's bytes per parameter (buffers in fp32 unless the model is cast to 16 bits)."""
+    from ...precision import weights_bytes
+    P = g.params
+    wb = m["w"] if m["w"] is not None else None
+    if wb is None:
+        mat = g.param_split["matmul"]
+        return weights_bytes(mat, P - mat, prec) + 4 * g.buffers
+    return wb * P + (4 if wb == 4 or fw == "mmcv" else 2) * g.buffers
+
+
 def footprint(scenario, spec, device) -> Footprint:
     """Live bytes at the peak of one training step (or inference forward) of a vision model."""
-    from ... import optimizers, parallel
-    from ...precision import weights_bytes
     cfg = spec.config
     task = scenario.task
     fw = cfg.get("framework", "torch")
@@ -203,41 +252,38 @@ def footprint(scenario, spec, device) -> Footprint:
         cfg = {**cfg, "backbone": {**cfg["backbone"], "norm": "FrozenBN"}}
     g, keep = build(cfg, res, m["dt"], m["amp"], training, mode, m["loss_fp32"],
                     truth(batch == 1), legacy)
-    P, tr = g.params, (g.params - g.frozen_params if training else 0)
-    notes = [f"{spec.id}: {P:,} parameters ({tr:,} trainable); activations from the layer "
-             f"graph at {'x'.join(map(str, res))}, batch {shown(batch)}",
-             f"framework convention '{fw}' (see docs/vision.md)"]
-    if legacy:
-        notes.append("torch 1.x stack (before 1.11): softmax and log_softmax keep their input "
-                     "for backward as well as their output (pytorch/pytorch#64000), so the "
-                     "attention scores and the loss's logits are saved twice")
-    if frozen_bn:
-        stack_mechanisms.use(notes, stack, "frozen-bn")
-    notes += cudnn.notes(g)
-    notes = plan_warnings(device, precisions=(prec,), attention=scenario.attention,
-                          compute=task != "load") + notes
-    wb = m["w"] if m["w"] is not None else None
-    if wb is None:
-        mat = g.param_split["matmul"]
-        weights = weights_bytes(mat, P - mat, prec) + 4 * g.buffers
-    else:
-        weights = wb * P + (4 if wb == 4 or fw == "mmcv" else 2) * g.buffers
+    notes = _notes(scenario, spec, device, g, cfg, res, batch, prec, legacy, frozen_bn, stack)
+    weights = _weight_bytes(g, m, prec, fw)
+    if not training:
+        return with_flops(_inference(task, g, keep, batch, weights, m["w"], notes),
+                          g, batch, scenario, cfg)
+    return with_flops(_training(scenario, cfg, g, keep, batch, weights, m, notes),
+                      g, batch, scenario, cfg)
+
+
+def _inference(task: str, g: Graph, keep: list, batch, weights: int, wb, notes: list
+               ) -> Footprint:
+    """forward (the inference peak of the layer walk) or load (weights only)."""
     comps = {"weights": weights, "gradients": 0, "optimizer_states": 0, "activations": 0,
              "temporary": 0}
-    if not training:
-        c = g.curves(keep)
-        a = c.at(batch)
-        act = a["inference_peak"] if task == "forward" else 0
-        comps["activations"] = act
-        return Footprint(components=comps, peak_phase="forward" if task == "forward" else "load",
-                         phases={"forward": dict(comps)},
-                         largest_allocation=vmax(a["largest"] if task == "forward" else 0,
-                                                 int(g.largest_param * (wb or 2))),
-                         bandwidth={} if task == "load" else   # a load runs no step
-                         {"bytes_per_step": to_int(weights + 2 * a["inference_peak"])},
-                         notes=notes)
+    c = g.curves(keep)
+    a = c.at(batch)
+    act = a["inference_peak"] if task == "forward" else 0
+    comps["activations"] = act
+    return Footprint(components=comps, peak_phase="forward" if task == "forward" else "load",
+                     phases={"forward": dict(comps)},
+                     largest_allocation=vmax(a["largest"] if task == "forward" else 0,
+                                             int(g.largest_param * (wb or 2))),
+                     bandwidth={} if task == "load" else   # a load runs no step
+                     {"bytes_per_step": to_int(weights + 2 * a["inference_peak"])},
+                     notes=notes)
 
-    # --- training: model states --------------------------------------------------------------
+
+def _model_states(scenario, fw: str, g: Graph, m: dict, weights: int, notes: list) -> dict:
+    """Training model states per GPU: weights, gradients, optimizer states, the step's
+    temporary, DDP buckets, after sharding, offload and optimizer-in-backward."""
+    from ... import optimizers, parallel
+    tr = g.params - g.frozen_params
     layout = parallel.layout_of(getattr(scenario, "parallel", None))
     div = parallel.shard_divisors(layout.zero, layout.shard_group)
     opts = set(getattr(scenario, "options", ()) or ())
@@ -272,6 +318,20 @@ def footprint(scenario, spec, device) -> Footprint:
     if layout.tensor > 1 or layout.pipeline > 1:
         notes.append("tensor/pipeline parallelism is not modelled for vision models: counted as "
                      "one full replica per GPU")
+    return dict(weights=weights, grads=grads, states=states, temp=temp, buckets=buckets,
+                in_bwd=in_bwd)
+
+
+def _training(scenario, cfg: dict, g: Graph, keep: list, batch, weights: int, m: dict,
+              notes: list) -> Footprint:
+    """One training step: forward, backward and optimizer-step phases over the liveness
+    curves of the layer walk."""
+    fw = cfg.get("framework", "torch")
+    comps = {"weights": weights, "gradients": 0, "optimizer_states": 0, "activations": 0,
+             "temporary": 0}
+    st = _model_states(scenario, fw, g, m, weights, notes)
+    weights, grads, states, temp = st["weights"], st["grads"], st["states"], st["temp"]
+    buckets, in_bwd = st["buckets"], st["in_bwd"]
     persist = fw == "mmcv" or scenario.gradient_accumulation > 1
     c = g.curves(keep, checkpoint=getattr(scenario, "checkpointing", "none") == "full")
     a = c.at(batch, 0 if (persist or in_bwd) else grads)
