@@ -35,7 +35,8 @@ from vramplan.estimate import estimate  # noqa: E402
 from vramplan.measure import trace  # noqa: E402
 
 GPU = "nvidia-h100-sxm5-80gb"
-FAMILIES = ("decoder", "moe", "mla", "hybrid", "encoder", "encoder-decoder", "cnn", "vit", "detection",
+FAMILIES = ("decoder", "moe", "mla", "hybrid", "decoder-generate", "moe-generate",
+            "hybrid-generate", "encoder", "encoder-decoder", "cnn", "vit", "detection",
             "segmentation", "unet", "dit", "vae")
 BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
