@@ -5,6 +5,9 @@ setting; quantised formats (int8 / int4 / nf4 / fp8 / mxfp4 / nvfp4) add scales 
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .vocab import LOW_PRECISION_TRAINING as _LOWP_NAMES
 from .vocab import PRECISIONS  # noqa: F401 (re-exported: diffusion reads P.PRECISIONS)
 from .vocab import QUANTISED as QUANTIZED
 
@@ -76,3 +79,52 @@ def weights_bytes(quantizable: int, kept: int, precision: str) -> int:
     if is_quantized(precision):
         return int(quantizable * WEIGHT_FORMAT_BYTES[precision]) + 2 * kept
     return param_bytes(precision) * (quantizable + kept)
+
+
+# ---- low-precision training (torchao / torchtitan) -----------------------------------------
+@dataclass(frozen=True)
+class TrainingFormat:
+    """How a low-precision training recipe casts a linear's matmul operands: `element` bytes per
+    value, one `scale` byte per `block` values along the reduction dim, `tensor_scale` fp32
+    bytes per tensor; whether the linear saves its input (and the weight's transposed copy)
+    in the format for backward instead of the bf16 tensors; the share of the last decoder
+    blocks the recipe keeps in bf16. Parameters, gradients, optimizer states, norms,
+    embeddings and the LM head stay bf16 (the model's dtype) in both recipes."""
+    element: float
+    block: int
+    scale: int
+    tensor_scale: int
+    saves_low_precision: bool
+    bf16_tail: float
+
+    def cast_bytes(self, n: int) -> int:
+        """Bytes of one tensor of `n` values cast to the format, scales included."""
+        return int(n * self.element) + -(-n // self.block) * self.scale + self.tensor_scale
+
+
+# mxfp8-train: torchao prototype/moe_training/mxfp8_linear.py (pytorch/ao@36027d8) `mx_mm`, the
+#   linear torchtitan's MXFP8LinearConverter swaps in (components/quantization/mx.py,
+#   pytorch/torchtitan@b5bcd76; mxfp8.md: "block size of 1x32 ... data dtype
+#   torch.float8_e4m3fn, scale factor dtype torch.float8_e8m0fnu"): every call casts input and
+#   weight to MXFP8 (1 B + one e8m0 byte per 32), backward casts grad_output (dim0, dim1), the
+#   weight (dim1) and the input (dim1); `ctx.save_for_backward(input_hp, weight_hp)`: the
+#   saved tensors stay the bf16 ones. All Linear modules are converted (empty fqns).
+# nvfp4-train: torchao prototype/moe_training/nvfp4_training/nvfp4_linear.py `nvfp4_mm_triton`
+#   (same commit), torchtitan's NVFP4LinearConverter (components/quantization/nvfp4.py, nvfp4.md):
+#   E2M1 values (0.5 B) + one e4m3 scale per 16 + an fp32 per-tensor scale; forward saves
+#   `x_col_codes, x_col_sf, x_col_amax, Wt_fp4_x2, Wt_sf, W_amax` ("Saves only FP4 codes+scales
+#   for backward"): the input and the weight's transposed copy in NVFP4, not the bf16 input.
+#   torchtitan's recipe (nvfp4_bf16_tail_fqns) keeps the last ceil(0.15 L) decoder blocks and
+#   the LM head in bf16 (Llama 3 8B: layers 0-26 NVFP4, 27-31 bf16).
+LOW_PRECISION_TRAINING = {
+    "mxfp8-train": TrainingFormat(element=1.0, block=32, scale=1, tensor_scale=0,
+                                  saves_low_precision=False, bf16_tail=0.0),
+    "nvfp4-train": TrainingFormat(element=0.5, block=16, scale=1, tensor_scale=4,
+                                  saves_low_precision=True, bf16_tail=0.15),
+}
+assert tuple(LOW_PRECISION_TRAINING) == _LOWP_NAMES
+
+
+def training_format(precision) -> TrainingFormat | None:
+    """The low-precision training recipe a precision names (None for every other one)."""
+    return LOW_PRECISION_TRAINING.get(precision) if isinstance(precision, str) else None

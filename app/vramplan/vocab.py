@@ -35,11 +35,16 @@ LORA_TASKS = ("lora", "qlora", "load", "forward", "generate", "serve", "denoise"
 
 # ---- numbers and how they are stored -----------------------------------------------------------
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp16-mixed", "bf16-mixed", "fp8", "int8", "int4",
-              "nf4", "mxfp4", "nvfp4")
+              "nf4", "mxfp4", "nvfp4", "mxfp8-train", "nvfp4-train")
 # weight formats: inference or QLoRA bases (mxfp4 / nvfp4: the OCP MX and NVIDIA 4-bit floats)
 QUANTISED = ("fp8", "int8", "int4", "nf4", "mxfp4", "nvfp4")
 PRECISION_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp16-mixed": 2, "bf16-mixed": 2,
-                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5, "mxfp4": 0.5, "nvfp4": 0.5}
+                   "fp8": 1, "int8": 1, "int4": 0.5, "nf4": 0.5, "mxfp4": 0.5, "nvfp4": 0.5,
+                   "mxfp8-train": 2, "nvfp4-train": 2}
+# low-precision training recipes (torchao / torchtitan MXFP8 and NVFP4 linears): a bf16 model
+# whose block linears run their matmuls in the format (precision.LOW_PRECISION_TRAINING); task
+# `train` of the transformer families only
+LOW_PRECISION_TRAINING = ("mxfp8-train", "nvfp4-train")
 KV_CACHE_DTYPES = ("auto", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 # ---- how a job runs ------------------------------------------------------------------------------

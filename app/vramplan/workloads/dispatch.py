@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..catalog import stacks
 from ..errors import ScenarioError
+from ..vocab import LOW_PRECISION_TRAINING
 from . import registry, stack_mechanisms
 from .array import footprint as array
 from .base import Footprint
@@ -74,10 +75,21 @@ def device_traits(scenario, spec) -> tuple[str, ...]:
     return out
 
 
+def _low_precision_training(scenario, family: str) -> None:
+    """MXFP8 / NVFP4 training (precisions `mxfp8-train`, `nvfp4-train`) is modelled for the
+    transformer families' task train (workloads/transformer/lowp_training.py)."""
+    prec = scenario.precision if isinstance(scenario.precision, str) else None
+    if prec in LOW_PRECISION_TRAINING and (family != "transformer" or scenario.task != "train"):
+        raise ScenarioError("precision", f"'{prec}' is a training recipe (torchao / torchtitan "
+                                         "low-precision linears), modelled for task 'train' of "
+                                         "transformer models; here take e.g. bf16")
+
+
 def footprint(scenario, spec, device) -> Footprint:
     """The footprint of `scenario` (a Scenario) for model `spec` (None for model-free tasks)
     on `device`; ScenarioError('task', ...) when the family does not take the task."""
     decl = _declaration(scenario, spec)
+    _low_precision_training(scenario, decl.name)
     fp = FOOTPRINTS[decl.name](scenario, spec, device)
     if getattr(scenario, "stack", None):   # a stack named: say which and what it applied
         st = stacks.of(scenario)
