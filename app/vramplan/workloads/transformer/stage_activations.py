@@ -1,0 +1,145 @@
+"""The activations a transformer training stage saves (workloads/transformer/training.py):
+one block's coefficients per rank (activations.layer_coeffs split by TP / SP), the stage's
+blocks under each checkpointing mode and pipeline schedule, one block's backward temporaries,
+and the notes on the kernel facts that changed them. A mixin of training.Training, so of
+footprint._Ctx, whose fields it reads (sc, arch, L, b, s, t, p, mixed, notes, ...)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ... import parallel as par
+from ...catalog import hf_config
+from ...vec import vmax
+from . import encdec as encdec_mod
+from . import mixer_activations, sharding
+from .activations import inner_dropout, layer_coeffs, saves_output, selective_coeff
+
+
+class StageActivations:
+    """Saved activations of one training stage (methods of footprint._Ctx through Training)."""
+
+    def _stage_activations(self, keep) -> SimpleNamespace:
+        """The activations this stage keeps at the end of its forwards (every micro-batch in
+        flight), one micro-batch's share, the widest block (backward starts there) and the
+        token counts the head and loss use."""
+        a, L = self.arch, self.L
+        ga = int(self.sc.gradient_accumulation or 1)
+        blk = self._block_coeffs(keep)
+        sbh, sbh_mean = blk.sbh, blk.sbh_mean
+        nl = par.stage_layers(a.total_layers, L.pipeline)
+        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
+        nl_live = nl * inflight
+        # 1F1B with micro-batches <= pp - i: every forward runs before the stage's first
+        # backward, which starts with no gradients (set_to_none); the later ones hold one
+        # micro-batch fewer beside the gradients (Megatron's schedule; tracing/pipeline.py)
+        one_pass = L.pipeline > 1 and 1 < ga <= L.pipeline - self.stage and not self.legacy
+        r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
+        ckpt = self.sc.checkpointing or "none"
+        if ckpt == "full":
+            kept = 0 if "activations" in self.off or self.stack_offloads_blocks() \
+                else nl_live * r * sbh_mean / blk.seq_div
+            acts = kept + blk.layer_full
+        elif ckpt == "selective":   # per rank: split by TP / SP as torchtitan's op SAC keeps
+            sel = (selective_coeff(a, blk.k) if blk.tp <= 1
+                   else sharding.tp_selective(a, blk.k, blk.tp, blk.sp))
+            sel = sel - self.stack_selective_drop()   # attention recomputed (stack_hooks)
+            acts = nl_live * sel * sbh_mean
+            # a block's backward first recomputes what it did not keep (torch SAC replays the
+            # block, taking the saved ops' outputs from its cache): one block's tensors live
+            blk.recompute = vmax(0, blk.layer_full - sel * sbh)
+        else:
+            acts = nl_live * blk.layer_mean
+        per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
+        if blk.encdec and self.first and self.last:
+            acts = acts + blk.stacks.edges
+        else:
+            # embedding output (stage 0), final norm input and the (all-gathered) head input
+            sbh0 = blk.T * a.hidden
+            acts = acts + ((r * sbh0 if self.first else 0)
+                           + (r * sbh if self.last else 0)) / blk.seq_div
+            acts = acts + (self.p * sbh if self.last else 0)
+            if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
+                acts = acts + sbh0 / blk.seq_div
+        if blk.encdec:
+            self.notes.append(
+                f"encoder-decoder: encoder blocks at seq_len ({self.s:,} tokens), decoder blocks "
+                f"at target_len ({self.t:,}) with a cross-attention block each (q at target_len, "
+                "each layer's k and v projected from the encoder output at seq_len); the LM "
+                "head, logits and loss at target_len")
+        blk.__dict__.update(acts=acts, per_mb=per_mb, ckpt=ckpt, one_pass=one_pass, ga=ga,
+                            bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
+                            logits=self.logits_peak(blk.Td, True) if self.last else 0)
+        return blk
+
+    def _block_coeffs(self, keep) -> SimpleNamespace:
+        """Saved bytes of one block per rank (activations.layer_coeffs split by TP / SP in
+        sharding.tp_layer; the eager score term over CP), the stage's mean block (encoder-
+        decoder: encoder blocks at seq_len, decoder blocks at target_len) and the last one."""
+        a, L = self.arch, self.L
+        k = self.kernels(True)
+        self._kernel_notes(k)
+        T = self.tokens()
+        sbh = T * a.hidden
+        c, sc_coef = layer_coeffs(a, k, keep)
+        dc, att_share = mixer_activations.hybrid_adjust(a, k, c, keep)   # DeltaNet / Mamba2
+        c, sc_coef = c + dc, sc_coef * att_share
+        tp = L.tensor
+        sp = tp > 1 and "sequence-parallel" in self.opts
+        c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)
+        c += self.stack_saved_coeff()   # bitsandbytes fp32 input casts (stack_hooks)
+        seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
+        scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
+        layer_full = c * sbh + scores
+        layer_mean, sbh_mean = layer_full, sbh   # a block of this stage, on average
+        encdec = a.kind == "encoder-decoder"
+        Td = self.tokens(self.t)
+        st = None
+        if encdec:   # encoder blocks at seq_len, decoder blocks at target_len (encdec.py)
+            st = encdec_mod.train_stacks(self, k, keep, c, sc_coef, tp, sp)
+            Le, Ld = a.layers, a.decoder_layers
+            layer_mean = (Le * st.enc_layer + Ld * st.dec_layer) / (Le + Ld)
+            sbh_mean = (Le * T + Ld * Td) * a.hidden / (Le + Ld)
+            layer_full = st.dec_layer   # the last block: backward starts there
+            sbh = Td * a.hidden         # the head, the loss and the last block's backward
+        return SimpleNamespace(k=k, T=T, Td=Td, sbh=sbh, sbh_mean=sbh_mean, tp=tp, sp=sp,
+                               seq_div=seq_div, layer_full=layer_full, layer_mean=layer_mean,
+                               encdec=encdec, stacks=st)
+
+    def _block_backward(self, blk) -> float:
+        """One block's backward temporaries: gradients of its widest tensors (split by TP), the
+        all-gathered input of a column-parallel linear with SP, CP's ring buffers."""
+        a, tp, sbh = self.arch, blk.tp, blk.sbh
+        ffw = (a.moe_ffn * max(1, a.experts_per_token) if a.is_moe else a.ffn) / a.hidden
+        kv_len = max(self.s, self.t) if blk.encdec else self.s   # the decoder's widest scores
+        # the two block-width gradients run on the residual stream: whole on every TP rank
+        # without SP (the replicated region, Korthikanti s.4), over t with SP
+        bwd_tmp = 2 * self.p * ffw * sbh / tp + 2 * self.p * sbh / blk.seq_div + (
+            2 * self.p * self.b * a.heads * self.t * kv_len / tp
+            if blk.k.attention == "eager" else 0)
+        if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
+            bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
+        bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
+        return bwd_tmp
+
+    def _kernel_notes(self, k) -> None:
+        """Say which of the config's kernel facts changed the saved activations."""
+        a = self.arch
+        hid, att = a.dropout(True)
+        if k.dropout:
+            self.notes.append(
+                f"train-mode dropout from the config (hidden {hid:g}, attention {att:g}): a "
+                "1-byte mask per element of every dropped tensor (two hidden masks per block"
+                + (", one per attention probability under eager attention" if att > 0 else "")
+                + (", one inside the MLP before wo (HF T5)" if inner_dropout(a) else "")
+                + "); a probability of 0 keeps no mask (torch returns the input)")
+        elif any(hf_config.default_dropout(a.model_type)):
+            self.notes.append(f"dropout 0 in this {a.model_type} config (its HF class defaults "
+                              "to dropout): no dropout masks kept")
+        if k.legacy and k.attention == "eager":
+            self.notes.append("torch 1.x stack (before 1.11): softmax keeps its input (the "
+                              "scores) for backward as well as its output (pytorch/pytorch"
+                              "#64000, fixed by #66018): one more score-sized tensor per layer")
+        if not a.gated_mlp and saves_output(a):
+            self.notes.append(f"MLP activation {a.activation}: its backward reads its output, "
+                              "which is also fc2's saved input: one f-wide tensor per block, "
+                              "not two")
