@@ -296,7 +296,14 @@ def _bandwidth(fp: Footprint, dev) -> tuple[dict, list[str]]:
     floor, min_step_time_datasheet_s, bound, arithmetic_intensity, ridge_intensity,
     attainable_tflops, needed_bandwidth_gbs, max_tokens_per_s and the per-floor token rates;
     documented in timing.py and docs/accuracy.md)."""
-    bw = dict(fp.bandwidth)
+    return bandwidth_on(fp.bandwidth, dev)
+
+
+def bandwidth_on(bandwidth: dict, dev) -> tuple[dict, list[str]]:
+    """A footprint's bandwidth dict (bytes / FLOPs per step) on `dev`: its datasheet and
+    achievable bandwidth and the roofline (`_bandwidth`; the page's GPU comparison prices one
+    plan's step on every GPU with it)."""
+    bw = dict(bandwidth)
     peak = float(dev.bandwidth_gbs) * 1e9
     ach = peak * float(dev.achievable_bandwidth_fraction or 0.9)
     bw["datasheet_bandwidth_gbs"] = round(peak / 1e9, 1)

@@ -17,7 +17,11 @@ METRICS = {
                   "GPUs compared: largest batch that fits (samples)"),
     "usable": ("usable_gib", "Usable memory (GiB per GPU)",
                "GPUs compared: usable memory (GiB)"),
+    "step_time": ("step_ms", "Shortest time per step or image (ms: the plan's bytes and FLOPs "
+                  "at the GPU's bandwidth and dense rate)",
+                  "GPUs compared: shortest time per step (ms)"),
 }
+LOWER_FIRST = {"step_time"}      # metrics whose best is the smallest value
 
 
 def _text(r: Mapping[str, Any], metric: str, lang: str = "en") -> str:
@@ -26,6 +30,9 @@ def _text(r: Mapping[str, Any], metric: str, lang: str = "en") -> str:
             gettext("0 (batch 1 does not fit)", lang)
     if metric == "usable":
         return f"{theme.gib_number(r['usable_bytes'], lang)} GiB"
+    if metric == "step_time":
+        return gettext("{ms} ms per {per}", lang).format(ms=f"{r['step_ms']:,.1f}",
+                                                          per=gettext(r["per"], lang))
     h = r["headroom_gib"]
     text = f"+{theme.gib_number(h * theme.GiB, lang)} GiB" if h >= 0 else \
         gettext("short {size}", lang).format(size=f"{theme.gib_number(-h * theme.GiB, lang)} GiB")
@@ -40,7 +47,8 @@ def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroo
     """Chart rows, best first by `metric` ("headroom", "max_batch" or "usable"), ties by name.
 
     Input rows: {"id", "name", "vendor", "usable_bytes", "fits", "headroom_bytes",
-    "gpus_needed", "max_batch_size"} (None where unknown). A row without a finite value for
+    "gpus_needed", "max_batch_size", "step_s", "per"} (None where unknown; "step_time" sorts
+    the shortest first). A row without a finite value for
     the metric is left out. `top` keeps the best n (the selected GPU always stays). Adds:
     usable_gib, headroom_gib, status ("fits" / "does not fit"), selected, value (the plotted
     number), text (its label), label_x (where it starts) and rank."""
@@ -62,6 +70,8 @@ def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroo
             if theme.finite(r.get("max_batch_size")) else None,
             "fits": r.get("fits"),
             "selected": str(r["id"]).lower() == want,
+            "step_ms": r["step_s"] * 1e3 if theme.finite(r.get("step_s")) else None,
+            "per": r.get("per") or "step",
         }
         if row["fits"] is None and row["headroom_bytes"] is not None:
             row["fits"] = row["headroom_bytes"] >= 0
@@ -73,7 +83,8 @@ def comparison_rows(rows: Iterable[Mapping[str, Any]], *, metric: str = "headroo
         row["status_label"] = gettext(row["status"], lang)
         row["label_x"] = max(row["value"], 0)
         out.append(row)
-    out.sort(key=lambda r: (-r["value"], r["name"]))
+    sign = 1 if metric in LOWER_FIRST else -1
+    out.sort(key=lambda r: (sign * r["value"], r["name"]))
     if top is not None and len(out) > top:
         keep = out[:top]
         keep += [r for r in out[top:] if r["selected"]]
@@ -122,6 +133,7 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
             alt.Tooltip("headroom_gib:Q", title=t("Headroom (GiB)"), format=theme.GIB_FORMAT),
             alt.Tooltip("gpus_needed:Q", title=t("GPUs needed")),
             alt.Tooltip("max_batch_size:Q", title=t("Max batch size"), format=","),
+            alt.Tooltip("step_ms:Q", title=t("Shortest time (ms)"), format=",.1f"),
             alt.Tooltip("id:N", title="id")]
     base = alt.Chart(alt.Data(values=data))
     bars = base.mark_bar(height={"band": 0.75}, cornerRadiusEnd=2).encode(

@@ -123,12 +123,19 @@ def _plan_steps(advice: Mapping[str, Any], plan: Any) -> tuple[list[dict], int |
     return steps, _device_used(plan.get("estimate"))
 
 
+def _title(rec: Mapping[str, Any], lang: str) -> str:
+    return str(rec.get("title") or rec.get("id") or _t("change", lang))
+
+
 def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                    usable_bytes: int | None = None, estimate: Any = None, plan: Any = None,
                    until_fits: bool = True, lang: str = "en") -> list[dict]:
     """Bars of the waterfall, top to bottom: "Today" (0 to the peak), one per recommendation
     (from the running total down by its `saves_bytes`), "Combined effect" when a plan's own
-    estimate differs from the sum of its steps, and the result (0 to what is left).
+    estimate differs from the sum of its steps, and the result (0 to what is left). A plan's
+    steps are all named: one without a saving of its own (a scale-out layout, whose saving
+    is the plan's estimate against the steps before it) takes that difference, with the
+    plan's `cost` when it is the only such step.
 
     The peak is `peak_bytes`, else the device_used_bytes of `estimate`. `plan`: one of
     `advice["plans"]` (or its index) listing recommendation ids (`recommendations`, `steps` or
@@ -143,18 +150,30 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     steps, plan_used = _plan_steps(advice, plan)
     rows = [{"step": _t("Today's peak", lang), "kind": "today", "from": 0, "to": int(peak), "cost": "",
              "id": "today"}]
-    at = int(peak)
+    at, unpriced = int(peak), []
     for rec in steps:
         saves = rec.get("saves_bytes")
-        if not theme.finite(saves) or saves == 0:
+        if not theme.finite(saves) or (saves == 0 and plan is None):
+            if plan is not None:       # a plan's step with no saving of its own (a scale-out)
+                unpriced.append(rec)
             continue
         if plan is None and until_fits and usable_bytes and at <= usable_bytes:
             break
         new = max(0, at - int(saves))
-        rows.append({"step": rec.get("title") or rec.get("id") or _t("change", lang),
-                     "kind": "saving" if saves > 0 else "increase", "from": at, "to": new,
-                     "cost": cost_label(rec.get("cost"), lang), "id": rec.get("id")})
+        rows.append({"step": _title(rec, lang), "kind": "saving" if saves >= 0 else "increase",
+                     "from": at, "to": new, "cost": cost_label(rec.get("cost"), lang),
+                     "id": rec.get("id")})
         at = new
+    if unpriced:                       # named: the plan's own estimate less the steps above
+        to = plan_used if plan_used is not None else at
+        cost = [cost_label(r.get("cost"), lang) for r in unpriced if r.get("cost")]
+        if not cost and len(unpriced) == 1 and isinstance(plan, Mapping):
+            cost = [cost_label(plan.get("cost"), lang)]
+        rows.append({"step": " + ".join(_title(r, lang) for r in unpriced),
+                     "kind": "saving" if to <= at else "increase", "from": at, "to": to,
+                     "cost": " · ".join(c for c in cost if c),
+                     "id": "+".join(str(r.get("id")) for r in unpriced)})
+        at = to
     if plan_used is not None and plan_used != at:
         rows.append({"step": _t("Combined effect", lang), "kind": "combined", "from": at,
                      "to": plan_used, "cost": _t("the plan's own estimate", lang),

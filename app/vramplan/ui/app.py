@@ -103,7 +103,8 @@ class App(W.VBox):
         old = list(self.children)
         self.later = False
         self.workload = WorkloadForm(st)
-        self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st)
+        self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st,
+                                on_filter=st.set_gpu_filters)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
         self.lang_switch = W.ToggleButtons(options=[(LANG_NAMES[x], x) for x in LANGS], value=st.lang,

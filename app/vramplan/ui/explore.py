@@ -33,8 +33,9 @@ VIEWS = {"curve": N_("Memory vs batch"), "compare": N_("GPUs compared"), "saving
          "bandwidth": N_("Bandwidth"), "roofline": N_("Roofline"), "phases": N_("Phases"),
          "hierarchy": N_("Memory hierarchy"), "landscape": N_("All GPUs")}
 METRICS = {"headroom": N_("headroom"), "max_batch": N_("max batch"),
-           "usable": N_("usable memory")}
-TOP = 24                 # bars in the comparison (the chosen GPU always stays)
+           "usable": N_("usable memory"), "step_time": N_("shortest time per step")}
+TOP = 24                 # bars in the comparison chart (the chosen GPU always stays); the
+                         # table below it lists every GPU that passes the GPU filters
 CURVE_CAP = 8192
 
 
@@ -103,17 +104,16 @@ def build(view: str, snap: dict) -> Any:
     if view == "curve":
         return curve_chart(sc, est, dev, db, lang)
     if view == "compare":
-        metric = snap.get("metric", "headroom")
-        if metric == "max_batch" and not snap["batched"]:
-            metric = "headroom"
-        return C.gpu_comparison_chart(comparison_rows(sc, db, snap["batched"]), metric=metric,
-                                      selected=dev.id, top=TOP, **kw)
+        rows = snap["rows"] if "rows" in snap else compare_rows(snap)
+        return C.gpu_comparison_chart(rows, metric=compare_metric(snap), selected=dev.id,
+                                      top=TOP, **kw)
     if view == "savings":
         adv = snap["advice"]
         plan = None
         if adv.plans:
             p = adv.plans[0]
-            plan = {"steps": p.changes, "estimate": p.estimate.to_dict()}
+            plan = {"steps": p.changes, "estimate": p.estimate.to_dict(),
+                    "cost": p.cost.to_dict()}
         return C.savings_waterfall_chart(adv.to_dict(full=False), estimate=est, plan=plan,
                                          usable_bytes=dev.usable_bytes, gpu_name=dev.name,
                                          **(kw if takes_lang(C.savings_waterfall_chart) else {}))
@@ -127,6 +127,28 @@ def build(view: str, snap: dict) -> Any:
     if view == "hierarchy":
         return C.hierarchy_chart(dev.to_dict(), **kw)
     return landscape_chart(db.devices, dev.id, lang)
+
+
+def compare_metric(snap: dict) -> str:
+    metric = snap.get("metric", "headroom")
+    return "headroom" if metric == "max_batch" and not snap["batched"] else metric
+
+
+def compare_rows(snap: dict) -> list[dict]:
+    """The comparison's rows: every GPU that passes the picker's filters, with the plan's
+    shortest step on it (advisor.compare.gpu_rows)."""
+    return comparison_rows(snap["scenario"], snap["db"], snap["batched"],
+                           filters=snap.get("gpu_filters"),
+                           bandwidth=(snap["result"] or {}).get("bandwidth"))
+
+
+def compare_view(snap: dict):
+    """(the chart, the table's HTML) of the comparison (safe in a thread)."""
+    from .gpu_table import gpu_table_html
+    rows = compare_rows(snap)
+    table = gpu_table_html(rows, compare_metric(snap), snap["device"].id,
+                           snap.get("gpu_filters"), snap["batched"])
+    return freeze(build("compare", {**snap, "rows": rows})), table
 
 
 def landscape_chart(devices, gpu: str, lang: str = "en"):
@@ -152,10 +174,11 @@ class ExplorePanel(W.VBox):
         self.status = L.html()
         self.chart = ChartPanel(lambda: None, height=320, cls="vp-explore-chart")
         self.chart.on_select("gpu_pick", self._picked)
+        self.table = L.html()           # the comparison: every GPU the filters pass
         self.view.observe(speaking_for(state, lambda _c: self.update()), "value")
         self.metric.observe(speaking_for(state, lambda _c: self.update()), "value")
         super().__init__([section(_("Charts"), self.view, self.metric, self.status, self.chart,
-                                  cls="vp-explore")])
+                                  self.table, cls="vp-explore")])
         self._key = None
         self.shown_view: str | None = None
         self.enabled = False              # the app turns it on after first paint
@@ -178,16 +201,24 @@ class ExplorePanel(W.VBox):
         view = self.view.value
         self.metric.layout.display = "" if view == "compare" else "none"
         key = (view, id(st.result), st.gpu, self.metric.value,
-               id(st.advice) if view == "savings" else None)
+               id(st.advice) if view == "savings" else None,
+               tuple(sorted(st.gpu_filters.items())) if view == "compare" else None)
         if key == self._key:
             return
         self._key = key
         snap = {**st.snapshot(), "metric": self.metric.value, "advice": st.advice,
                 "lang": st.lang}
         self.status.value = f"<div class='vp-hint'>{_('Computing…')}</div>"
-        self.jobs.run(lambda: freeze(build(view, snap)), lambda chart: self._done(view, chart))
+        if view == "compare":
+            self.jobs.run(lambda: compare_view(snap), lambda got: self._done(view, got))
+        else:
+            self.jobs.run(lambda: freeze(build(view, snap)), lambda chart: self._done(view, chart))
 
     def _done(self, view: str, chart) -> None:
+        table = ""
+        if isinstance(chart, tuple):
+            chart, table = chart
+        self.table.value = table        # empty (nothing shown) for the other views
         if isinstance(chart, Exception):
             self.status.value = message_html(_("The {view} chart could not be drawn: {error}")
                                              .format(view=_(VIEWS[view]),

@@ -63,10 +63,13 @@ class GpuPicker(W.VBox):
     value = T.Unicode(allow_none=True)
 
     def __init__(self, db, value: str | None = None,
-                 on_pick: Callable[[str], None] | None = None, state=None):
-        """`state`: the page's PlanState, whose language the picker's own callbacks speak."""
+                 on_pick: Callable[[str], None] | None = None, state=None,
+                 on_filter: Callable[[dict], None] | None = None):
+        """`state`: the page's PlanState, whose language the picker's own callbacks speak;
+        `on_filter(filters)`: the valid filters after each change (`PlanState.set_gpu_filters`)."""
         self.db = db
         self.on_pick = on_pick or (lambda gpu: None)
+        self.on_filter = on_filter or (lambda filters: None)
         self._syncing = False
         self.active: dict = {}
         self.order = sorted(db.devices, key=device_order)
@@ -95,6 +98,11 @@ class GpuPicker(W.VBox):
         grid.add_class("vp-grid")
         hint = L.html("<div class='vp-hint'>" + _("Plain numbers mean GiB and GB/s; other units "
                       "are read too (96GB, 3.35 TB/s). Press Enter to apply.") + "</div>")
+        kept = getattr(state, "gpu_filters", None) or {}   # the filters before a rebuild
+        if kept.get("vendor") in [v for _l, v in self.vendor.options]:
+            self.vendor.value = kept["vendor"]
+        for key, field in self.inputs.items():
+            field.value = str(kept.get(key) or "")
         on = (lambda fn: speaking_for(state, fn)) if state is not None else (lambda fn: fn)
         for w in (self.search, self.vendor, self.min_memory, self.min_bandwidth):
             w.observe(on(self._on_filter), "value")
@@ -192,6 +200,7 @@ class GpuPicker(W.VBox):
     # -- widgets -> state
     def _on_filter(self, change):
         self.apply_filters()
+        self.on_filter({k: v for k, v in self.active.items() if k != "search"})
 
     def _on_list(self, change):
         if self._syncing or change["new"] is None:

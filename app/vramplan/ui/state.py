@@ -22,7 +22,7 @@ from ..catalog import get_model
 from ..errors import UnknownIdError, VramplanError
 from ..estimate import estimate as run_estimate
 from ..hardware import default_db
-from ..scenario import Scenario
+from ..scenario import Scenario, resolve
 from ..scenario import form
 from ..scenario.keys import BY_NAME
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
@@ -56,6 +56,7 @@ class PlanState:
         self.query = ""                        # what the address bar should hold
         self.advice = None                     # the advisor's Advice for `result`, when asked
         self.allow_job_changes = False         # the advisor's plans may change the job
+        self.gpu_filters: dict = {}            # the GPU picker's vendor / min_memory / min_bandwidth
         self.lang = normalise_lang(lang)       # the page's language (a setting, not a key)
         self._listeners: list[Callable] = []
         self.gpu = self._resolve_gpu(gpu)
@@ -230,6 +231,14 @@ class PlanState:
         self.recompute()
         self._emit({"gpu", "estimate", "notices"})
 
+    def set_gpu_filters(self, filters: dict) -> None:
+        """The GPU picker's filters (`HardwareDB.filter` keywords; empty ones dropped): the
+        GPU comparison lists the GPUs that pass them. Not a scenario key, not in the link."""
+        kept = {k: v for k, v in filters.items() if v}
+        if kept != self.gpu_filters:
+            self.gpu_filters = kept
+            self._emit({"gpu_filters"})
+
     def apply(self, plan: dict | Scenario, label: str | None = None,
               params: tuple = ()) -> None:
         """Replace the plan (an advisor's plan, an uploaded scenario); undo brings back the
@@ -265,7 +274,8 @@ class PlanState:
         """What a computation off the loop needs (plain values; the state may move on)."""
         return {"scenario": self.scenario, "result": self.result, "device": self.device,
                 "db": self.db, "batched": self.shown("batch_size"),
-                "allow_job_changes": self.allow_job_changes}
+                "allow_job_changes": self.allow_job_changes,
+                "gpu_filters": dict(self.gpu_filters)}
 
     @staticmethod
     def advise(snap: dict):
@@ -354,12 +364,17 @@ class PlanState:
 
     def _problems(self, d: dict) -> dict:
         errors = {k: v for k, v in self.bad.items() if draft_key(k, d) is not None}
-        errors.update({k: v for k, v in form.check({**d, "gpu": self.gpu}).items()
-                       if k not in errors and k != "gpu"})
+        sc, found = form.normalise(d, self.gpu)     # the one pass; _estimate reuses its plan
+        self._resolved = (dict(d), self.gpu, sc)
+        errors.update({k: v for k, v in found.items() if k not in errors and k != "gpu"})
         return errors
 
     def _estimate(self, d: dict):
-        sc = Scenario.from_dict(form.fold({**d, "gpu": self.gpu}))
+        got = getattr(self, "_resolved", None)
+        if got is not None and got[2] is not None and got[:2] == (d, self.gpu):
+            sc = got[2]
+        else:
+            sc = resolve(d, self.gpu)
         return sc, run_estimate(sc, self.device)
 
     def recompute(self) -> bool:

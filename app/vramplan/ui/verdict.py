@@ -14,6 +14,7 @@ from . import looks as L
 from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
+from ..report.ranks import decided_by
 from ..report.words import verdict as verdict_words
 from ..vocab import phase_label
 from .text import count, format_params, gib, message_html
@@ -73,6 +74,9 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     margin = (est.get("memory_limit") or {}).get("safety_margin_bytes") or 0
     if margin:                       # the one limit: usable less the plan's safety margin
         detail += " · " + _("{size} safety margin kept").format(size=gib(margin))
+    by = decided_by(est, current_lang())   # the rank with the most memory, when ranks differ
+    if by:
+        detail += " · " + by
     sv = est.get("serving") or {}
     if sv and not sv.get("engine_starts", True):   # vLLM's start-up check (estimate.serving)
         detail = _("the engine does not start: its KV pool holds {n} of {m} tokens").format(
