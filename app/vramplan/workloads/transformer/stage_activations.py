@@ -8,10 +8,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from ... import parallel as par
+from ... import precision as prec_mod
 from ...catalog import hf_config
 from ...vec import vmax
 from . import encdec as encdec_mod
-from . import mixer_activations, sharding
+from . import lowp_training, mixer_activations, sharding
 from .activations import inner_dropout, layer_coeffs, saves_output, selective_coeff
 
 
@@ -49,6 +50,9 @@ class StageActivations:
             blk.recompute = vmax(0, blk.layer_full - sel * sbh)
         else:
             acts = nl_live * blk.layer_mean
+        fmt = prec_mod.training_format(self.prec)
+        if fmt:   # NVFP4: the converted linears' saved weight copies (lowp_training)
+            acts = acts + lowp_training.saved_weight_bytes(a, fmt, ckpt, nl_live, L.tensor)
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
         if blk.encdec and self.first and self.last:
             acts = acts + blk.stacks.edges
@@ -81,6 +85,9 @@ class StageActivations:
         T = self.tokens()
         sbh = T * a.hidden
         c, sc_coef = layer_coeffs(a, k, keep)
+        if prec_mod.training_format(self.prec):   # NVFP4 saved linear inputs (lowp_training)
+            c += lowp_training.saved_coeff_delta(a, prec_mod.training_format(self.prec), k,
+                                                 keep or lowp_training.ALL_KEPT)
         dc, att_share = mixer_activations.hybrid_adjust(a, k, c, keep)   # DeltaNet / Mamba2
         c, sc_coef = c + dc, sc_coef * att_share
         tp = L.tensor
@@ -119,6 +126,9 @@ class StageActivations:
         if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
             bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
         bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
+        if prec_mod.training_format(self.prec):   # casted operands of one linear's backward
+            bwd_tmp += lowp_training.cast_temporary_bytes(
+                a, prec_mod.training_format(self.prec), blk.T, tp)
         return bwd_tmp
 
     def _kernel_notes(self, k) -> None:

@@ -14,7 +14,7 @@ from ...hardware.capabilities import compute_dtype
 from ...vec import isin, to_int, truth, vmax, where
 from ...vec import peak as peak_of
 from ..base import Footprint
-from . import sharding, traffic
+from . import lowp_training, sharding, traffic
 from .activations import upcasts_softmax
 from .family import lora_head
 from .lora import lora_modules
@@ -56,6 +56,10 @@ class Training(StageActivations):
     def train_stage(self) -> Footprint:
         """One pipeline stage's training step (the only stage without PP): the model states per
         rank, the saved activations, the phases and the traffic per step."""
+        if prec_mod.training_format(self.prec):   # MXFP8 / NVFP4 linears (lowp_training)
+            lowp_training.check(self.sc, self.arch)
+            self.notes.append(lowp_training.note(self.arch, self.prec,
+                                                 prec_mod.training_format(self.prec)))
         ms = self._model_states()
         ac = self._stage_activations(ms.keep)
         phases = self._train_phases(ms, ac)
