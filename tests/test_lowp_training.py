@@ -96,3 +96,13 @@ def test_refused_outside_transformer_train(d, key):
     with pytest.raises(ScenarioError) as e:
         footprint(sc, sc.spec, None)
     assert e.value.key == key
+
+
+def test_matmul_rate_is_the_format_s():
+    from vramplan.hardware import default_db
+    from vramplan.hardware.capabilities import compute_rate
+    db = default_db()
+    b200, h100 = db.get("nvidia-b200-sxm"), db.get("nvidia-h100-sxm5-80gb")
+    assert compute_rate(b200, "mxfp8-train")[1] == "fp8"
+    assert compute_rate(b200, "nvfp4-train")[1] == "fp4"
+    assert compute_rate(h100, "nvfp4-train")[1] == "fp8"      # no fp4 figure: its fp8 rate

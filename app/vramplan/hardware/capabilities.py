@@ -13,10 +13,13 @@ from __future__ import annotations
 # (hwdb `throughput`) whose rate a precision's matmuls run at
 COMPUTE_RATE_DTYPE = {
     "fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "fp16-mixed": "fp16", "bf16": "bf16",
-    "bf16-mixed": "bf16", "fp8": "fp8", "int8": "fp16", "int4": "fp16", "nf4": "fp16"}
+    "bf16-mixed": "bf16", "fp8": "fp8", "int8": "fp16", "int4": "fp16", "nf4": "fp16",
+    # low-precision training: the converted linears' matmuls run MXFP8 / NVFP4 scaled_mm
+    # (torchao mx_mm, nvfp4_mm_triton); where a GPU has no fp4 figure, its fp8 rate
+    "mxfp8-train": "fp8", "nvfp4-train": "fp4"}
 # when the database has no figure for a dtype (or the GPU's generation cannot compute it): what
 # runs instead (bf16 without bf16 tensor cores runs emulated, at the fp32 rate; see plan_warnings)
-RATE_FALLBACK = {"fp8": ("bf16", "fp16"), "bf16": ("fp32",), "fp16": ("fp32",),
+RATE_FALLBACK = {"fp4": ("fp8",), "fp8": ("bf16", "fp16"), "bf16": ("fp32",), "fp16": ("fp32",),
                  "tf32": ("fp32",), "fp32": ("fp32_matrix",)}
 # the throughput keys a generation capability gates
 _GATED = {"bf16": "bf16", "fp8": "fp8"}

@@ -117,7 +117,8 @@ def note(arch, prec: str, fmt) -> str:
              "scale per 16, fp32 per tensor)" if fmt.saves_low_precision else
              "linears save their bf16 input and weight (torchao mx_mm); MXFP8 copies (1 B + "
              "one e8m0 scale per 32) are cast per matmul")
-    return (f"{fmt_name} training (torchao / torchtitan converter): {n} of {total} blocks' "
+    return (f"{fmt_name} training (torchao / torchtitan converter; their kernels need a "
+            f"Blackwell GPU, SM100+): {n} of {total} blocks' "
             f"linears converted; parameters, gradients, optimizer states, norms, embeddings and "
             f"LM head bf16; {saved}")
 
