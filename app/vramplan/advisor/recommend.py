@@ -19,6 +19,7 @@ from . import comm
 from . import costs as C
 from . import stack_snippets
 from .levers import BY_ID, LEVERS, Ctx, Lever
+from .serving_levers import SERVING_LEVERS, with_engine_gains
 
 
 MIN_BENEFIT = 1 << 20      # a change that frees less than 1 MiB is noise, not advice
@@ -136,9 +137,10 @@ def evaluate(ctx: Ctx, lever: Lever) -> Recommendation | None:
                           how_for(lever, ctx.sc), gains, benefit, lever)
 
 
-def recommend(ctx: Ctx, levers=LEVERS) -> list[Recommendation]:
+def recommend(ctx: Ctx, levers=LEVERS + SERVING_LEVERS) -> list[Recommendation]:
     """Every lever that applies, ranked by bytes saved per unit of cost (best first)."""
     out = [r for r in (evaluate(ctx, lv) for lv in levers) if r is not None]
+    out = with_engine_gains(ctx, out)     # serving proposals: the engine before -> after
     out = [r for r in out if not any(_dominates(o, r) for o in out if o is not r)]
     out.sort(key=lambda r: (-r.ratio, -r.benefit_bytes, r.id))
     return out
