@@ -283,7 +283,9 @@ def footprint(scenario, spec, device) -> Footprint:
         "bytes_per_step": to_int(step_bytes), "steps": steps,
         "bytes_per_image": step_bytes * steps / b,
         "flops_per_step": to_int(fwd_flops * b * calls),
-        "compute_dtype": _compute_dtype(precs[den_name])}
+        # the denoiser's FLOPs over the steps of one image (text encoders, VAE not counted)
+        "flops_per_image": int(fwd_flops * calls * steps),
+        "compute_dtype": _compute_dtype(precs[den_name]), "workload_kind": "diffusion"}
     notes.append(f"peak phase: {shown(peak)}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
@@ -401,5 +403,7 @@ def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, late
                      largest_allocation=int(max(largest.values() or [0])),
                      bandwidth={"bytes_per_step": int(2 * frozen + 3 * (saved + work)),
                                 "flops_per_step": int(fwd_flops * b * passes),
-                                "compute_dtype": _compute_dtype(prec)},
+                                "flops_per_image": int(fwd_flops * passes),
+                                "compute_dtype": _compute_dtype(prec),
+                                "workload_kind": "diffusion"},
                      notes=notes)

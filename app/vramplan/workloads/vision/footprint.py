@@ -33,6 +33,7 @@ from .family import native_resolution, resolution_rule
 from .layers import Graph
 from . import cudnn, mmcv_fp16, nets
 from . import heads, hiera
+from .flops import with_flops
 
 
 
@@ -254,8 +255,10 @@ def footprint(scenario, spec, device) -> Footprint:
     notes = _notes(scenario, spec, device, g, cfg, res, batch, prec, legacy, frozen_bn, stack)
     weights = _weight_bytes(g, m, prec, fw)
     if not training:
-        return _inference(task, g, keep, batch, weights, m["w"], notes)
-    return _training(scenario, cfg, g, keep, batch, weights, m, notes)
+        return with_flops(_inference(task, g, keep, batch, weights, m["w"], notes),
+                          g, batch, scenario, cfg)
+    return with_flops(_training(scenario, cfg, g, keep, batch, weights, m, notes),
+                      g, batch, scenario, cfg)
 
 
 def _inference(task: str, g: Graph, keep: list, batch, weights: int, wb, notes: list

@@ -48,10 +48,11 @@ def _block(g: Graph, x: T, h: int, w: int, dim_out: int, heads: int, window: int
     nq = n // 4 if q_pool else n
     q = g.custom("q_pool", [qkv], (nq, dim_out), saves=[qkv]) if q_pool else qkv
     if mode == "eager":
-        s = g.matmul(q, qkv, (nwin * heads, nq // nwin, n // nwin))
-        o = g.matmul(g.softmax(s), qkv, (nq, dim_out))
+        s = g.matmul(q, qkv, (nwin * heads, nq // nwin, n // nwin),
+                     contract=dim_out // heads)
+        o = g.matmul(g.softmax(s), qkv, (nq, dim_out), contract=n // nwin)
     else:
-        o = g.sdpa(q, qkv, qkv, heads, (nq, dim_out))
+        o = g.sdpa(q, qkv, qkv, heads, (nq, dim_out), keys=n // nwin)
     o = g.linear(g.copy(o, (nq, dim_out)), dim_out)
     if window:
         o = g.copy(o, (nq, dim_out), "unpartition")

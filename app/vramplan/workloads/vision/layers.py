@@ -66,6 +66,7 @@ class Op:
     params: int = 0
     trainable: bool = True
     kind: str = ""
+    macs: int = 0          # multiply-adds of the forward, per sample (flops.py)
 
 
 def _tup(v, n):
@@ -120,7 +121,7 @@ class Graph:
         return t
 
     def _op(self, name, inputs, out_shape=None, *, out_dtype=None, params=0, saves=(),
-            group="other", inplace_of: T | None = None, kind="") -> T | None:
+            group="other", inplace_of: T | None = None, kind="", macs=0) -> T | None:
         idx = len(self.ops)
         trainable = params > 0 and not self.frozen
         rg = self.training and (trainable or any(t.requires_grad for t in inputs))
@@ -138,7 +139,7 @@ class Graph:
             if self.frozen:
                 self.frozen_params += params
             self.param_split[group] += params
-        self.ops.append(Op(name, list(inputs), out, params, trainable, kind))
+        self.ops.append(Op(name, list(inputs), out, params, trainable, kind, int(macs)))
         return out
 
     @property
@@ -178,11 +179,14 @@ class Graph:
         else:
             sp = tuple((h + 2 * pp - dd * (kk - 1) - 1) // ss + 1
                        for h, kk, ss, pp, dd in zip(x.spatial, k, s, p, d))
-        n = cout * (x.c // groups) * math.prod(k) + (cout if bias else 0)
+        taps = cout * (x.c // groups) * math.prod(k)
+        n = taps + (cout if bias else 0)
         xi = self._lowp(x)
         wc = self._weight_copy(n) if not self.frozen else []
+        # every weight tap meets every output position (a transposed conv: every input one)
+        pos = math.prod(x.spatial if transpose else sp)
         return self._op(name, [xi] + wc, (cout,) + sp, out_dtype=xi.dtype, params=n,
-                        saves=[xi] + wc, group="matmul", kind="conv")
+                        saves=[xi] + wc, group="matmul", kind="conv", macs=taps * pos)
 
     def bn(self, x: T, name="bn", eval_mode=False, affine=True) -> T:
         """BatchNorm (also SyncBN): saves its input; per-channel stats are negligible."""
@@ -291,8 +295,10 @@ class Graph:
         n = x.shape[-1] * out + (out if bias else 0)
         xi = self._lowp(x)
         wc = self._weight_copy(n) if not self.frozen else []
+        rows = math.prod(x.shape[:-1])
         return self._op(name, [xi] + wc, x.shape[:-1] + (out,), out_dtype=xi.dtype, params=n,
-                        saves=[xi] + wc, group="matmul", kind="linear")
+                        saves=[xi] + wc, group="matmul", kind="linear",
+                        macs=rows * x.shape[-1] * out)
 
     def ln(self, x: T, name="ln", affine=True) -> T:
         """LayerNorm over the last dim: saves its input (fp32 under autocast)."""
@@ -301,10 +307,13 @@ class Graph:
                         params=2 * x.shape[-1] if affine else 0, saves=[xi], group="norm",
                         kind="norm")
 
-    def matmul(self, a: T, b: T, out_shape, name="bmm") -> T:
+    def matmul(self, a: T, b: T, out_shape, name="bmm", contract: int | None = None) -> T:
+        """A batched matmul; `contract`: the length summed over per output element (the head
+        width for attention scores, the keys per query for probs @ v), default a's last dim."""
         ai, bi = self._lowp(a), self._lowp(b)
+        k = a.shape[-1] if contract is None else contract
         return self._op(name, [ai, bi], out_shape, out_dtype=ai.dtype, saves=[ai, bi],
-                        kind="matmul")
+                        kind="matmul", macs=math.prod(out_shape) * int(k))
 
     def softmax(self, x: T) -> T:
         xi = self._fp32(x) if self.amp else x
@@ -315,12 +324,18 @@ class Graph:
                 xi.savers.append(out.producer)
         return out
 
-    def sdpa(self, q: T, k: T, v: T, heads: int, out_shape=None) -> T:
+    def sdpa(self, q: T, k: T, v: T, heads: int, out_shape=None, keys: int | None = None) -> T:
         """Fused attention (flash / memory-efficient): saves q, k, v, the output and a
-        per-row fp32 log-sum-exp; never the n x n scores."""
+        per-row fp32 log-sum-exp; never the n x n scores. `keys`: the keys each query attends
+        to (a window's tokens under windowed attention; default all of k's rows): QK^T and
+        PV are queries x keys x width multiply-adds each (width: the output's, q may be a packed
+        qkv view)."""
         qi, ki, vi = self._lowp(q), self._lowp(k), self._lowp(v)
-        out = self._op("sdpa", [qi, ki, vi], out_shape or qi.shape, out_dtype=qi.dtype,
-                       saves=[qi, ki, vi], kind="attention")
+        shape = out_shape or qi.shape
+        nk = k.shape[0] if keys is None else keys
+        macs = 2 * shape[0] * nk * shape[-1]     # q / k / v / out all `width` wide
+        out = self._op("sdpa", [qi, ki, vi], shape, out_dtype=qi.dtype,
+                       saves=[qi, ki, vi], kind="attention", macs=macs)
         if out.requires_grad:
             out.savers.append(out.producer)
             lse = self._new((heads, q.shape[0]), "f32")

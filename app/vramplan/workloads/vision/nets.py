@@ -176,13 +176,13 @@ def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False,
     if mode == "eager":
         if style == "torch":
             q = g.copy(q, qs, "scale_q")                   # q * scaling
-        s = g.matmul(q, k, (heads, n, n))
+        s = g.matmul(q, k, (heads, n, n), contract=d // heads)
         if style != "torch":
             s = g.copy(s, name="div")
         if rel_bias:
             s = g.copy(s, name="add_bias")
         p = g.softmax(s)
-        o = g.matmul(p, v, qs)
+        o = g.matmul(p, v, qs, contract=n)
     else:
         o = g.sdpa(q, k, v, heads, qs)
     # transpose(...).contiguous(): the fused kernels already write (batch, n, heads, hd), so
@@ -304,11 +304,11 @@ def _window_attn(g: Graph, x: T, heads: int, nwin: int, wt: int, mode: str) -> T
     n, c = x.shape
     q, k, v = g.linear(x, c), g.linear(x, c), g.linear(x, c)
     if mode == "eager":
-        s = g.matmul(q, k, (nwin * heads, wt, wt))
+        s = g.matmul(q, k, (nwin * heads, wt, wt), contract=c // heads)
         s = g.copy(g.copy(s, name="div"), name="add_bias")
-        o = g.matmul(g.softmax(s), v, (n, c))
+        o = g.matmul(g.softmax(s), v, (n, c), contract=wt)
     else:
-        o = g.sdpa(q, k, v, heads, (n, c))
+        o = g.sdpa(q, k, v, heads, (n, c), keys=wt)
     return g.linear(g.copy(o, (n, c)), c)
 
 
@@ -322,7 +322,8 @@ def map_head(g: Graph, x: T, cfg: dict, mode: str) -> T:
     q, k, v = g.linear(probe, d), g.linear(x, d), g.linear(x, d)
     heads = cfg["heads"]
     if mode == "eager":
-        o = g.matmul(g.softmax(g.matmul(q, k, (heads, 1, n))), v, (1, d))
+        s = g.matmul(q, k, (heads, 1, n), contract=d // heads)
+        o = g.matmul(g.softmax(s), v, (1, d), contract=n)
     else:
         o = g.sdpa(q, k, v, heads, (1, d))
     o = g.linear(o, d)
