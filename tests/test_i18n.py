@@ -198,7 +198,7 @@ KEEP = {
     "StaticCache", "seq_len", "new_tokens", "expandable_segments", "PYTORCH_CUDA_ALLOC_CONF",
     "Offload", "ZeRO-Offload", "shard", "grad", "op", "full", "Transformer", "U-Net",
     "nvidia-smi", "shard-grad-op", "layer-norm", "offload", "Markdown", "acc", "HTML", "SVG",
-    "CSV", "NVML", "vl-convert", "vs",
+    "CSV", "NVML", "vl-convert", "vs", "Dubey", "Dehghani", "vLLM", "arXiv", "ViT-B",
 }
 UNIT = re.compile(r"^(?:[KMGTPEZY]i?B|[kMGTPE]?B/s|[KMGT]iB|TFLOPS|TOPS|FLOPs?|FLOP/B|"
                   r"FLOP/byte|W|px|µs|ms|s|GB|TB|MB)$")
@@ -447,3 +447,62 @@ def test_a_widget_callback_speaks_its_page_language_and_leaves_no_global():
             assert _("Undo") == "Undo"
         assert current_lang() == "zh"
     assert current_lang() == "en"
+
+
+# ---------------------------------------------------------------- the estimate's notes
+# one plan per kind of workload whose notes differ: training (full, LoRA, mixed precision,
+# encoder with dropout, encoder-decoder), inference (generate, forward, serve), a CNN, a ViT,
+# detection, a diffusion pipeline, and the model-free tasks
+NOTE_PLANS = [
+    {"model": "meta-llama/Llama-3.1-8B", "task": "train", "precision": "bf16-mixed"},
+    {"model": "meta-llama/Llama-3.1-8B", "task": "lora"},
+    {"model": "meta-llama/Llama-3.1-8B", "task": "generate"},
+    {"model": "meta-llama/Llama-3.1-8B", "task": "serve"},
+    {"model": "meta-llama/Llama-3.1-8B", "task": "forward"},
+    {"model": "bert-base-uncased", "task": "train"},
+    {"model": "google-t5/t5-base", "task": "train"},
+    {"model": "torchvision/resnet50", "task": "train"},
+    {"model": "torchvision/vit_b_16", "task": "train"},
+    {"model": "mmdet/faster-rcnn_r50_fpn", "task": "train"},
+    {"model": "stabilityai/stable-diffusion-xl-base-1.0", "task": "denoise"},
+    {"task": "render"}, {"task": "volume"}, {"task": "array"},
+]
+
+
+@pytest.mark.parametrize("plan", NOTE_PLANS, ids=lambda p: f"{p.get('model', '-')}:{p['task']}")
+def test_every_note_of_the_estimate_speaks_chinese(plan, db):
+    """Each note (generated text with figures in) matches a locale/zh/notes.toml pattern, its
+    figures kept, and leaves no English word a Chinese reader needs; the page's notes card
+    and the report's assumptions show them so (no lang='en' left)."""
+    from vramplan.estimate import estimate
+    from vramplan.report import assemble
+    from vramplan.report.content import MACHINE_NOTES
+    e = estimate({"gpu": "nvidia-h100-sxm5-80gb", **plan})
+    notes = [str(n) for n in e.to_dict()["notes"] if not str(n).startswith(MACHINE_NOTES)]
+    assert notes
+    names = allowed_names(db)
+    for n in notes:
+        zh = i18n.translate_message(n, "zh")
+        assert zh != n, f"no zh pattern for the note: {n}"
+        lost = [x for x in re.findall(r"\d+(?:[.,]\d+)*", n) if x not in zh]
+        assert not lost, (n, zh, lost)                       # the figures are kept
+        assert not english_left(zh, names), (zh, english_left(zh, names))
+    r = assemble(e.to_dict(), db.get("nvidia-h100-sxm5-80gb").to_dict(), lang="zh")
+    assert r.assumptions == [i18n.translate_message(n, "zh") for n in notes]
+
+
+def test_a_note_with_its_figures_reads_in_chinese_by_hand():
+    """The roofline note (timing.py) with its efficiency clause (a nested {why}), by hand."""
+    en = ("roofline: 68.1 TFLOP and 85.38 GB per step -> 797 FLOP/B against the GPU's ridge "
+          "193: compute-bound. The compute floor is at the dense datasheet bf16 peak (165.2 "
+          "TFLOPS); no measured FLOPs utilisation for this workload is known to vramplan, so "
+          "real steps are slower than either floor")
+    assert i18n.translate_message(en, "zh") == (
+        "屋顶线模型（roofline）：每步 68.1 TFLOP、85.38 GB -> 797 FLOP/B，GPU 的拐点为 193："
+        "受算力限制。计算下限按数据手册中 bf16 的稠密峰值（165.2 TFLOPS）计；vramplan 没有此"
+        "工作负载的实测 FLOPs 利用率，因此实际每步比两个下限都慢")
+    from vramplan.ui.details import notes_html
+    from vramplan.ui.i18n import speaking
+    with speaking("zh"):
+        out = notes_html([], [en, "a note no catalogue has"])
+    assert "屋顶线模型" in out and out.count("lang='en'") == 1   # only the unknown note

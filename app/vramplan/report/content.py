@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..charts.breakdown import component_label
+from ..i18n import translate_message
 from ..charts.waterfall import cost_text
 from ..vocab import phase_label
 from .ranks import decided_by
@@ -118,8 +119,11 @@ def breakdown(est: Mapping[str, Any], lang: str) -> list[dict]:
             for k, v in comps.items() if isinstance(v, int) and v > 0]
 
 
-def assumptions(est: Mapping[str, Any]) -> list[str]:
-    return [n for n in est.get("notes") or [] if not str(n).startswith(MACHINE_NOTES)]
+def assumptions(est: Mapping[str, Any], lang: str = "en") -> list[str]:
+    """The estimate's notes in `lang` where the catalogue has their pattern (locale/zh/
+    notes.toml), else as the estimate wrote them."""
+    return [translate_message(str(n), lang) for n in est.get("notes") or []
+            if not str(n).startswith(MACHINE_NOTES)]
 
 
 def _advice_dict(advice: Any) -> dict | None:
@@ -135,7 +139,8 @@ def recommendations(adv: Mapping[str, Any], lang: str) -> list[dict]:
         how = r.get("how") or {}
         eco = sorted(how, key=lambda k: (k != stack, k != "pytorch", k))[:HOW_SHOWN]
         saves = int(r.get("saves_bytes") or 0)
-        out.append({"id": r.get("id"), "title": r.get("title") or r.get("id"),
+        out.append({"id": r.get("id"),
+                    "title": translate_message(str(r.get("title") or r.get("id")), lang),
                     "saves_bytes": saves,
                     "saves": size(saves, lang) if saves >= 0 else
                     tr("adds {size}", lang, size=size(-saves, lang)),
@@ -147,7 +152,8 @@ def recommendations(adv: Mapping[str, Any], lang: str) -> list[dict]:
 def plans(adv: Mapping[str, Any], lang: str) -> list[dict]:
     out = []
     for p in adv.get("plans") or []:
-        out.append({"changes": [c.get("title") or c.get("id") for c in p.get("changes") or []],
+        out.append({"changes": [translate_message(str(c.get("title") or c.get("id")), lang)
+                                for c in p.get("changes") or []],
                     "gpus": int(p.get("gpus") or 1), "gpu": p.get("gpu"),
                     "used": size(p.get("device_used_bytes"), lang),
                     "headroom": size(p.get("headroom_bytes"), lang),
@@ -209,7 +215,7 @@ def assemble(est: Mapping[str, Any], device: Mapping[str, Any], *, advice: Any =
                task=tr(str(sc.get("task") or "-"), lang), gpu=gpu)
     return Report(
         lang=lang, title=title, fits=fits, verdict=text, figures=figures(est, device, lang),
-        breakdown=breakdown(est, lang), assumptions=assumptions(est),
+        breakdown=breakdown(est, lang), assumptions=assumptions(est, lang),
         recommendations=recommendations(adv or {}, lang), plans=plans(adv or {}, lang),
         growth=growth(adv or {}, sc, lang),
         sources=sources(est, device, adv, model_source, lang), scenario=sc, query=query,
