@@ -50,10 +50,11 @@ def test_gated_deltanet_kernel_saves_by_hand():
     assert ma.deltanet_core(a, BF16, {"qkv": True, "o": True}) * 2048 == pytest.approx(by_hand)
 
 
-def test_uniform_models_are_unchanged():
-    a = _arch("Qwen/Qwen3-0.6B")
+def test_uniform_models_without_qk_norm_are_unchanged():
+    a = _arch("meta-llama/Llama-3.2-1B")
     c, _ = layer_coeffs(a, MIXED)
-    assert ma.hybrid_adjust(a, MIXED, c) == (0.0, 1.0)
+    assert ma.layer_adjust(a, MIXED, c) == (0.0, 1.0)
+    assert ma.hybrid_adjust(_arch("Qwen/Qwen3-0.6B"), MIXED, c) == (0.0, 1.0)
 
 
 def test_qwen3_next_mean_block_swaps_attention_for_deltanet():
@@ -115,3 +116,19 @@ def test_mamba2_prefill_moment_by_hand():
     assert ma.prefill_coeff(a, 2, 1.0) == pytest.approx(62_560 / 1536 + 4)
     assert ma.prefill_coeff(a, 2, 100.0) == 100.0               # a wider MLP moment wins
     assert ma.prefill_coeff(_arch("Qwen/Qwen3-0.6B"), 2, 7.5) == 7.5   # uniform: unchanged
+
+
+def test_qk_norm_keeps_its_input_and_normed_tensor():
+    """Qwen3-0.6B: q_norm / k_norm over 16 + 8 heads of 128 = 3072 elements per token, hidden
+    1024; Qwen3RMSNorm keeps x.float() (4 B) and the normed tensor cast back to q's dtype (p = 2
+    under bf16 autocast): 6 x 3072 / 1024 = 18. Gemma 3 1B (Gemma3RMSNorm: x.float() and the
+    fp32 normed tensor, 8 B): 4 + 1 heads of 256 over hidden 1152: 8 x 1280 / 1152. A model
+    without q / k norms: 0; every layer of a uniform model gets it, its scores unchanged."""
+    qwen3 = _arch("Qwen/Qwen3-0.6B")
+    assert ma.qk_norm_coeff(qwen3, MIXED) == pytest.approx(18.0)
+    gemma = _arch("google/gemma-3-1b-pt")
+    assert (gemma.heads, gemma.kv_heads, gemma.head_dim, gemma.hidden) == (4, 1, 256, 1152)
+    assert ma.qk_norm_coeff(gemma, MIXED) == pytest.approx(8 * 1280 / 1152)
+    assert ma.qk_norm_coeff(_arch("meta-llama/Llama-3.2-1B"), MIXED) == 0.0
+    c, _ = layer_coeffs(qwen3, MIXED)
+    assert ma.layer_adjust(qwen3, MIXED, c) == (pytest.approx(18.0), 1.0)

@@ -95,6 +95,37 @@ def mamba_core(arch, k: Kernels, keep: dict) -> float:
     return (c + p * zxbcdt + p * inner + 4 * m["groups"]) / h
 
 
+# q_norm / k_norm classes (transformers 5.23): Gemma-style (Gemma3RMSNorm, Qwen3NextRMSNorm:
+# `_norm(x.float()) * (1 + weight.float())`, cast back) keep x.float() and the fp32 normed
+# tensor, 8 B per element; Llama-style (Qwen3RMSNorm, Qwen3MoeRMSNorm, Glm4MoeRMSNorm:
+# `weight * normed.to(input_dtype)`) keep x.float() and the cast normed tensor, 4 + p.
+_GEMMA_STYLE_QK_NORM = {"gemma3_text", "qwen3_next"}
+
+
+def qk_norm_coeff(arch, k: Kernels) -> float:
+    """Bytes per token per hidden unit that one attention layer's q_norm and k_norm keep for
+    backward (RMSNorm over each head of q and of k: `TransformerArch.extra['qk_norm']`); 0 for
+    models without it. Compiled: the fused norm keeps its input (p)."""
+    if not arch.extra.get("qk_norm"):
+        return 0.0
+    h = arch.hidden
+    width = (arch.heads + arch.kv_heads) * arch.head_dim / h
+    if k.compile:
+        return k.p * width
+    per = 8 if arch.model_type in _GEMMA_STYLE_QK_NORM else 4 + k.p
+    return per * width
+
+
+def layer_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
+                 ) -> tuple[float, float]:
+    """activations.layer_coeffs' uniform block coefficient `c` corrected for the per-layer
+    architecture: (mean over the layers of this layer's coefficient - c, the share of layers
+    with attention scores): the q / k norms of the attention layers (qk_norm_coeff) and the
+    Mamba2 / Gated DeltaNet layers and Nemotron-H blocks (hybrid_adjust)."""
+    dc, share = hybrid_adjust(arch, k, c, lora_inputs)
+    return dc + share * qk_norm_coeff(arch, k), share
+
+
 def hybrid_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
                   ) -> tuple[float, float]:
     """(mean over the layers of this layer's coefficient - `c`, the uniform coefficient of
@@ -103,7 +134,8 @@ def hybrid_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
     kinds = arch.layer_kinds
     m = arch.mixer or {}
     if not kinds or m.get("type") not in ("linear", "mamba"):
-        return 0.0, 1.0
+        n_att = mixers.count(arch, mixers.ATTENTION_KINDS)
+        return 0.0, (n_att / len(kinds) if kinds else 1.0)
     keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
     hid_drop = dropout_flags(arch, True)[0] if k.dropout else False
     norm = _norm(arch, k, lora_inputs is not None)

@@ -88,7 +88,7 @@ class StageActivations:
         if prec_mod.training_format(self.prec):   # NVFP4 saved linear inputs (lowp_training)
             c += lowp_training.saved_coeff_delta(a, prec_mod.training_format(self.prec), k,
                                                  keep or lowp_training.ALL_KEPT)
-        dc, att_share = mixer_activations.hybrid_adjust(a, k, c, keep)   # DeltaNet / Mamba2
+        dc, att_share = mixer_activations.layer_adjust(a, k, c, keep)   # layer kinds, qk-norm
         c, sc_coef = c + dc, sc_coef * att_share
         tp = L.tensor
         sp = tp > 1 and "sequence-parallel" in self.opts
