@@ -58,7 +58,8 @@ def test_decoder_tasks_and_training_fields():
                                  "load")
     assert f["seq_len"].default == 2048 and f["seq_len"].unit == "tokens"
     assert f["precision"].choices == ("fp32", "tf32", "fp16", "bf16", "fp16-mixed",
-                                      "bf16-mixed")             # train refuses weight formats
+                                      "bf16-mixed", "mxfp8-train", "nvfp4-train")
+    # train refuses weight formats; takes the MXFP8 / NVFP4 training recipes
     assert f["precision"].default == "bf16-mixed" and f["optimizer"].default == "adamw"
     assert f["attention"].default == "sdpa"
     assert not {"new_tokens", "target_len", "resolution", "steps", "lora.rank"} & set(f)
