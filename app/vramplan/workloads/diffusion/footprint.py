@@ -26,19 +26,16 @@ from .family import (LORA_TARGETS, SAMPLING_TASKS, TASKS, TEXT_ENCODERS,  # noqa
                      check_geometry)
 from .flops import denoiser_flops
 from ...vec import peak as peak_of
-from ...vec import pick, shown, to_int, truth, vmax
+from ...vec import pick, shown, to_int
 from ..base import Footprint
-from .parts import (dit_step, text_encoder_bytes, unet_step, vae2d_decode,
-                              vae2d_levels, vae3d_decode, wan_vae_decode,
-                              hunyuan_vae_decode, ltx_vae_decode)
+from .parts import vae2d_decode
+from .sampling import act_bytes as _act_bytes
+from .sampling import (denoise_phase, image_tokens, text_encode_phase,
+                       vae_decode_phase)
 
 DENOISERS = ("unet", "transformer")
 
 
-
-
-def _act_bytes(prec: str) -> int:
-    return P.activation_bytes(prec) if prec in P.PRECISIONS else 2
 
 
 def component_precision(scenario, name: str, comp: dict) -> str:
@@ -127,18 +124,6 @@ def _geometry(scenario, spec):
     return h, w, frames, notes
 
 
-def image_tokens(cfg: dict, den: dict, lat_h: int, lat_w: int, lat_f: int) -> int:
-    """Image (video) tokens of one denoiser call: the latent cut into patch x patch (x patch_t
-    frames) patches; FLUX.1 Kontext adds the reference image's packed latents to the sequence
-    (FluxKontextPipeline: torch.cat([latents, image_latents], dim=1)), taken at the output
-    size (the pipeline resizes the reference to a preferred Kontext size near 1024^2). Hand
-    check, Wan 2.1 at 81 frames 480 x 832: latent 21 x 60 x 104, 1 x 2 x 2 patches ->
-    21 x 30 x 52 = 32,760 tokens."""
-    p, pt = den.get("patch", 2), den.get("patch_t", 1)
-    n = (lat_h // p) * (lat_w // p) * -(-lat_f // pt)
-    return n * (2 if cfg.get("reference_image") else 1)
-
-
 def _compute_dtype(prec: str) -> str:
     """Denoiser matmul type: quantised weights (nf4 / int8 / fp8 storage, layerwise casting)
     are dequantised into the bf16 compute dtype of the pipeline."""
@@ -147,24 +132,22 @@ def _compute_dtype(prec: str) -> str:
     return {"fp32": "fp32", "tf32": "tf32", "fp16": "fp16", "fp16-mixed": "fp16"}.get(prec, "bf16")
 
 
-def footprint(scenario, spec, device) -> Footprint:
-    cfg = spec.config
-    comps = cfg["components"]
-    task = scenario.task
-    opts = set(scenario.options or ())
-    offload_model = "model" in set(scenario.offload or ())
-    b = to_int(scenario.batch_size)     # an int64 array in a sweep (vramplan.vec)
-    h, w, frames, notes = _geometry(scenario, spec)
+def _cfg_batch(scenario, cfg: dict, task: str) -> tuple[int, int]:
+    """(the batch multiplier of one denoiser call, denoiser calls per step) under
+    classifier-free guidance."""
     guidance = bool(scenario.guidance)              # None for train / lora: no CFG batch
     cfg_mult = 2 if (guidance and cfg.get("guidance") != "distilled" and task != "train"
                      and task != "lora") else 1
     calls = cfg_mult                                # denoiser calls per step
     if cfg.get("guidance") == "cfg-sequential":     # cond then uncond, each at batch b
         cfg_mult = 1
-    eager = scenario.attention == "eager"
-    den_name = next(n for n in comps if n in DENOISERS)
-    den = comps[den_name]
+    return cfg_mult, calls
 
+
+def _component_weights(scenario, device, comps: dict, den_name: str, opts: set, notes: list):
+    """(precision, resident weight bytes) per component, the VAE's activation bytes per
+    element and the notes (the device's plan warnings first)."""
+    task = scenario.task
     precs = {n: component_precision(scenario, n, c) for n, c in comps.items()}
     notes = plan_warnings(device, precisions=set(precs.values()), attention=scenario.attention,
                           options=(), compute=task != "load") + notes
@@ -177,6 +160,25 @@ def footprint(scenario, spec, device) -> Footprint:
         vae_e = 4
         weights["vae"] = 4 * int(vae["params"])
         notes.append("the pipeline upcasts the VAE to fp32 for the decode (force_upcast)")
+    return precs, weights, vae_e, notes
+
+
+def footprint(scenario, spec, device) -> Footprint:
+    cfg = spec.config
+    comps = cfg["components"]
+    task = scenario.task
+    opts = set(scenario.options or ())
+    offload_model = "model" in set(scenario.offload or ())
+    b = to_int(scenario.batch_size)     # an int64 array in a sweep (vramplan.vec)
+    h, w, frames, notes = _geometry(scenario, spec)
+    cfg_mult, calls = _cfg_batch(scenario, cfg, task)
+    eager = scenario.attention == "eager"
+    den_name = next(n for n in comps if n in DENOISERS)
+    den = comps[den_name]
+    precs, weights, vae_e, notes = _component_weights(scenario, device, comps, den_name, opts,
+                                                      notes)
+    layerwise = "layerwise-casting" in opts
+    vae = comps["vae"]
     resident_all = sum(weights.values())
 
     def resident(active: str) -> int:
@@ -185,74 +187,19 @@ def footprint(scenario, spec, device) -> Footprint:
     phases: dict[str, dict[str, int]] = {}
     largest: dict[str, int] = {}
     small_state = b * cfg_mult * 4 * 16 * (h // 8) * (w // 8) * max(1, frames)  # latents, noise
-
-    # -- text encoders ------------------------------------------------------------------------
-    text_tokens = 0
-    for n, c in comps.items():
-        if c["kind"] not in TEXT_ENCODERS:
-            continue
-        toks = c["max_tokens"] if c["kind"] == "clip-text" else int(scenario.text_len)
-        text_tokens += toks if den.get("joint_text") or c["kind"] == "t5-encoder" or \
-            den["kind"] == "unet" else 0
-        act = text_encoder_bytes(c, b * cfg_mult, toks, _act_bytes(precs[n]))
-        cur = phases.get("text-encode", {}).get("activations", 0)
-        if truth(act >= cur):
-            phases["text-encode"] = {"weights": resident(n), "activations": act}
-            largest["text-encode"] = vmax(weights[n] // max(1, c.get("layers", 1)), act // 4)
-    if den.get("text_tokens"):
-        text_tokens = den["text_tokens"]
-    elif den["kind"] == "unet":
-        text_tokens = 77
-
-    # -- denoiser step ------------------------------------------------------------------------
+    text_tokens = text_encode_phase(scenario, comps, den, precs, weights, resident, b, cfg_mult,
+                                    phases, largest)
     den_e = _act_bytes(precs[den_name])
     lat_h, lat_w = max(1, h // vae.get("downsample", 8)), max(1, w // vae.get("downsample", 8))
     lat_f = (frames - 1) // vae.get("temporal_compression", 1) + 1 if cfg.get("video") else 1
-    step_b = b * cfg_mult
-    if den["kind"] == "unet":
-        act, big = unet_step(den, step_b, lat_h, lat_w, text_tokens, den_e, eager)
-    else:
-        img_tokens = image_tokens(cfg, den, lat_h, lat_w, lat_f)
-        act, big = dit_step(den, step_b, img_tokens, text_tokens, den_e, eager)
     temp = 0
     if layerwise and P.is_quantized(precs[den_name]):
         temp = 2 * den.get("ffn", 4 * den.get("hidden", 1024)) * den.get("hidden", 1024)
-    # prompt embeddings fed to the denoiser: cross_attention_dim wide for a U-Net (768 SD1.x,
-    # 2048 SDXL), the T5 width (4096) for the DiTs
-    embeds = step_b * text_tokens * int(den.get("cross_attention_dim") or 4096) * den_e
-    phases["denoise"] = {"weights": resident(den_name), "activations": act + small_state + embeds,
-                         "temporary": temp}
-    largest["denoise"] = big
-
-    # -- VAE decode ---------------------------------------------------------------------------
-    dec_b = 1 if "vae-slicing" in opts else b
-    oh, ow = h, w
-    if "vae-tiling" in opts:
-        tile = int(vae.get("sample_size", 512))
-        if vae["kind"] == "kl3d-cogvideox":
-            oh, ow = min(h, 240), min(w, 360)
-        elif vae["kind"] in ("kl3d-wan", "kl3d-hunyuan", "kl3d-ltx"):   # tile_sample_min_*
-            oh, ow = min(h, tile), min(w, tile)
-        else:
-            oh, ow = min(h, tile), min(w, tile)
-        notes.append(f"vae-tiling: the decoder runs on {oh}x{ow} tiles")
-    if vae["kind"] == "kl3d-cogvideox":
-        vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
-    elif vae["kind"] == "kl3d-wan":
-        vpk, vbig, stair = wan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
-    elif vae["kind"] == "kl3d-ltx":
-        vpk, vbig, stair = ltx_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
-    elif vae["kind"] == "kl3d-hunyuan":
-        vpk, vbig, stair = hunyuan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e, eager)
-    else:
-        vpk, vbig, stair = vae2d_decode(vae, dec_b, oh, ow, vae_e, eager)
-    out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)
-    phases["vae-decode"] = {"weights": resident("vae"), "activations": vpk + out_img}
-    largest["vae-decode"] = vbig
-    carried = 0
-    if vae["kind"] == "kl2d" and not offload_model:
-        carried = _carried_segments(phases, largest,
-                                    vae2d_levels(vae, dec_b, oh, ow, vae_e, eager))
+    denoise_phase(cfg, den, den_e, b * cfg_mult, (lat_h, lat_w, lat_f), text_tokens, eager,
+                  temp, small_state, resident(den_name), phases, largest)
+    stair, out_img, carried = vae_decode_phase(vae, opts, b, h, w, frames, vae_e, eager,
+                                               resident("vae"), offload_model, notes, phases,
+                                               largest)
 
     # -- training of the denoiser -------------------------------------------------------------
     # one denoiser forward of one latent (CFG doubles the batch below)
@@ -262,8 +209,36 @@ def footprint(scenario, spec, device) -> Footprint:
         return _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w,
                          (lat_f, lat_h, lat_w), text_tokens, eager, notes, phases, largest,
                          fwd_flops)
+    bw = _sampling_bandwidth(scenario, weights, phases, b, calls, cfg_mult, fwd_flops, precs,
+                             den_name)
+    return _sampling_footprint(scenario, phases, largest, resident_all, bw, notes, precs,
+                               cfg_mult, offload_model, stair + out_img + carried)
 
+
+def _sampling_bandwidth(scenario, weights, phases, b, calls, cfg_mult, fwd_flops, precs,
+                        den_name) -> dict:
+    """Bytes and FLOPs of one sampling step (none for a load: it runs no step)."""
+    task = scenario.task
     den_act = phases["denoise"]["activations"]
+    steps = int(scenario.steps)
+    den_w = weights[den_name]
+    step_bytes = (den_w + 2 * den_act) * (calls // cfg_mult)   # sequential CFG: two calls
+    bw = {} if task == "load" else {   # a load runs no step
+        "bytes_per_step": to_int(step_bytes), "steps": steps,
+        "bytes_per_image": step_bytes * steps / b,
+        "flops_per_step": to_int(fwd_flops * b * calls),
+        # the denoiser's FLOPs over the steps of one image (text encoders, VAE not counted)
+        "flops_per_image": int(fwd_flops * calls * steps),
+        "compute_dtype": _compute_dtype(precs[den_name]), "workload_kind": "diffusion"}
+    return bw
+
+
+def _sampling_footprint(scenario, phases, largest, resident_all, bw, notes, precs, cfg_mult,
+                        offload_model, decode_extra) -> Footprint:
+    """The footprint of load / forward / denoise: the peak phase, and the reserved floor that
+    the VAE decode's staircase (`decode_extra`: staircase, output image, carried segments)
+    leaves."""
+    task = scenario.task
     if task == "load":
         peak = "load"
         components = {"weights": resident_all}
@@ -276,16 +251,6 @@ def footprint(scenario, spec, device) -> Footprint:
     components = {k: to_int(v) for k, v in components.items()}
     for k in ("weights", "activations", "temporary"):
         components.setdefault(k, 0)
-    steps = int(scenario.steps)
-    den_w = weights[den_name]
-    step_bytes = (den_w + 2 * den_act) * (calls // cfg_mult)   # sequential CFG: two calls
-    bw = {} if task == "load" else {   # a load runs no step
-        "bytes_per_step": to_int(step_bytes), "steps": steps,
-        "bytes_per_image": step_bytes * steps / b,
-        "flops_per_step": to_int(fwd_flops * b * calls),
-        # the denoiser's FLOPs over the steps of one image (text encoders, VAE not counted)
-        "flops_per_image": int(fwd_flops * calls * steps),
-        "compute_dtype": _compute_dtype(precs[den_name]), "workload_kind": "diffusion"}
     notes.append(f"peak phase: {shown(peak)}; CFG batch x{cfg_mult}; precisions "
                  + ", ".join(f"{n}={p}" for n, p in precs.items()))
     if offload_model:
@@ -295,36 +260,11 @@ def footprint(scenario, spec, device) -> Footprint:
     # The staircase is reserved whenever the decode runs (task denoise), also when another
     # phase holds more allocated bytes: reserved is the maximum over the whole run; on top
     # of it, what the earlier phases left cached and the decode could not reuse (`carried`).
-    floor = to_int(phases["vae-decode"]["weights"] + stair + out_img + carried) \
+    floor = to_int(phases["vae-decode"]["weights"] + decode_extra) \
         if "vae-decode" in phases and task not in ("load", "forward") else 0
     return Footprint(components=components, peak_phase=peak, phases=phases,
                      largest_allocation=to_int(pick(largest, peak, 0)), bandwidth=bw, notes=notes,
                      reserved_floor_bytes=floor)
-
-
-def _lesser(a, b):
-    """min(a, b) without a branch, so a sweep's batch array passes through."""
-    return b + (a - b) * (a < b)
-
-
-def _carried_segments(phases: dict, largest: dict, levels: list) -> int:
-    """Reserved bytes the text encoders and the denoiser leave behind that the VAE decode
-    cannot reuse. A pipeline call runs encode_prompt, the denoising loop and the decode with no
-    empty_cache between them (diffusers' pipelines; only enable_model_cpu_offload's hooks call
-    accelerate's clear_device_cache as they swap components), so the caching allocator keeps
-    those phases' segments (about their peak activations). A cached block serves only a request
-    it can hold, so the decode reuses them for the levels whose largest tensor fits the
-    denoiser's largest block (FLUX at 1024^2: the 16 and 64 MiB tensors of the first two
-    levels, not the 256-512 MiB ones at full resolution); the rest stays reserved beside the
-    decode's own staircase. The tracer's allocator model (measure/tracing/allocator.py) agrees
-    on FLUX.1-dev bf16 1024^2: T5-XXL at 512 tokens, one transformer step and the decode in one
-    allocation log reserve 3.37 GiB above the weights, the decode alone 2.74."""
-    held = phases.get("text-encode", {}).get("activations", 0) + \
-        phases["denoise"]["activations"]
-    fits = 0
-    for pk, big in levels:
-        fits = fits + pk * (big <= largest["denoise"])
-    return held - _lesser(held, fits)
 
 
 def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, latent,
