@@ -9,7 +9,7 @@ vLLM refuses to start when its KV pool cannot hold one request of `max_model_len
 | --- | --- | --- |
 | `serve-max-model-len` | `max_model_len` -> the longest request the pool holds (vLLM's `estimate_max_model_len`, the serving section's `longest_context_tokens`) | requests above it are refused: a job change |
 | `serve-kv-fp8` | `kv_cache_dtype` fp8: half the pool bytes per token (and, where that still is not enough, `max_model_len` -> what the fp8 pool holds) | small accuracy loss (vLLM Quantized KV Cache docs) |
-| `serve-more-tp` | tensor parallel x2, x4 ... (within one 8-GPU NVLink node, heads and KV heads divisible): the weights split over more GPUs leave each a larger pool | more GPUs, an all-reduce per layer |
+| `serve-more-tp` | tensor parallel x2, x4 ... (within the GPU's scale-up domain, heads and KV heads divisible): the weights split over more GPUs leave each a larger pool | more GPUs, an all-reduce per layer |
 | `serve-gpu-memory-utilization` | `gpu_memory_utilization` up to what one request needs (at most 0.98) | less memory left for other processes and allocations outside vLLM's profile |
 
 Each `make` re-estimates its change and proposes it only where the engine then starts and the
@@ -22,11 +22,11 @@ from __future__ import annotations
 from ..errors import ScenarioError
 from ..estimate import estimate
 from ..workloads.transformer import engine
+from . import comm
 from . import costs as C
 from .levers import Lever
 
 MAX_UTILISATION = 0.98        # vLLM takes any fraction <= 1; 2% left for the driver and others
-NODE_GPUS = 8                 # tensor parallelism stays inside one NVLink node (8-GPU HGX)
 
 
 def _blocked(ctx) -> dict | None:
@@ -100,12 +100,16 @@ def _heads_ok(ctx, t: int) -> bool:
 
 
 def more_tp(ctx):
+    """The least tensor-parallel degree (x2, x4 ...) at which the engine starts, inside the
+    GPU's scale-up domain (comm.network: its hwdb system, else the stated 8 per node); none
+    for a unified-memory device (one GPU per machine: Apple, DGX Spark, Ryzen AI Max)."""
     sv = _blocked(ctx)
-    if sv is None or not ctx.transformer:
+    if sv is None or not ctx.transformer or getattr(ctx.dev, "unified_memory", False):
         return None
     p = ctx.sc.parallel
+    domain = comm.network(ctx.dev).domain
     t = p.tensor * 2
-    while t * p.pipeline <= NODE_GPUS and _heads_ok(ctx, t):
+    while t * p.pipeline <= domain and _heads_ok(ctx, t):
         ch = ctx.par(tensor=t, gpus=t * p.pipeline * p.data * p.context)
         if _starts(ctx, ch) is not None:
             return (f"tensor parallel {p.tensor} -> {t} ({t * p.pipeline} x GPU per replica: "
