@@ -1,11 +1,13 @@
-"""Share and export: the link to this plan (`?` + `Scenario.to_query()`, exact and short), the
-scenario and estimate as JSON downloads (data: URLs, no request leaves the page) and a
-scenario.json upload (read with `vramplan.safejson.loads`; undo brings back the plan before).
+"""Share and export: the link to this plan (the page's full URL with `Scenario.to_query()`,
+exact and short; built in the browser by `share.ShareLink`), the scenario and estimate as JSON
+downloads (data: URLs, no request leaves the page) and a scenario.json upload (read with
+`vramplan.safejson.loads`; undo brings back the plan before).
 
 The sweep CSV (every GPU at batch sizes 1, 2, 4, ...: memory, fit, max batch) and the report
 (Markdown, or one self-contained HTML file with the charts as SVG) are made when asked: each
-button builds its file off the kernel's loop (`jobs.Jobs`) and then shows a data: link to save
-it, so the first paint never waits for vl-convert. No file is written on the server.
+button builds its file off the kernel's loop (`jobs.Jobs`), then the browser downloads it
+(`share.Download`: one click saves the file) and a data: link stays to save it again, so the
+first paint never waits for vl-convert. No file is written on the server.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from ..errors import VramplanError
 from .i18n import _, speaking, speaking_for
 from .jobs import Jobs
 from .section import section
+from .share import Download, ShareLink
 from .text import message_html
 
 MAX_SCENARIO_BYTES = 1_000_000
@@ -33,14 +36,10 @@ def data_url(obj: Any) -> str:
     return "data:application/json;charset=utf-8," + quote(json.dumps(obj, indent=2))
 
 
-def export_html(est: dict, query: str = "") -> str:
+def export_html(est: dict) -> str:
     sc = est.get("scenario") or {}
-    link = ""
-    if query:
-        link = (f"<div class='vp-share'><span class='vp-k'>{_e(_('Link to this plan'))}</span> "
-                f"<a class='vp-share-link' href='?{_e(query)}'>?{_e(query)}</a></div>")
     return (
-        f"{link}<div class='vp-downloads'>"
+        f"<div class='vp-downloads'>"
         f"<a class='vp-btn' download='scenario.json' href='{_e(data_url(sc))}'>"
         f"{_e(_('Download scenario.json'))}</a>"
         f"<a class='vp-btn' download='estimate.json' href='{_e(data_url(est))}'>"
@@ -120,13 +119,16 @@ class ExportPanel(W.VBox):
             b.on_click(speaking_for(state, lambda _b, kind=kind: self.prepare(kind)))
         self.links = L.html()
         self.html = L.html()
+        self.share = ShareLink(label=_("Link to this plan"))
+        self.share.add_class("vp-share-box")
+        self.download = Download()
         self.upload = W.FileUpload(accept=".json,.jsonl,application/json", multiple=False,
                                    description=_("Open scenario.json"))
         self.message = L.html()
         self.upload.observe(self._on_upload, "value")
-        super().__init__([section(_("Share and export"), self.html, W.HBox(
+        super().__init__([section(_("Share and export"), self.share, self.html, W.HBox(
             [*self.buttons.values(), self.upload], layout=W.Layout(flex_flow="row wrap")),
-            self.links, self.message)])
+            self.links, self.message), self.download])
         self.add_class("vp-export")
         self._shown = None
 
@@ -135,7 +137,9 @@ class ExportPanel(W.VBox):
         if st.result is None or (st.result, st.query) == self._shown:
             return
         self._shown = (st.result, st.query)
-        self.html.value = export_html(st.result, st.query)
+        self.share.label = _("Link to this plan")
+        self.share.query = st.query
+        self.html.value = export_html(st.result)
         self.links.value = ""               # a file made for the plan before is stale
 
     def prepare(self, kind: str) -> None:
@@ -159,6 +163,7 @@ class ExportPanel(W.VBox):
                         error=f"{type(text).__name__}: {text}"))
                 return
             self.links.value = download_link(kind, text)
+            self.download.save(*FILES[kind], text)      # the browser saves it now
 
     @property
     def value(self) -> str:
