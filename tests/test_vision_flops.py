@@ -135,3 +135,16 @@ def test_flops_follow_the_sweep_batch_array():
     for j, b in enumerate(arr):
         one = footprint(sc.replace(batch_size=int(b)), spec, tr).bandwidth["flops_per_step"]
         assert int(got[j]) == one
+
+
+def test_time_per_image_floor():
+    """One image's share of the step floor: vision 1 / batch of it; a diffusion image its
+    steps' worth (50 steps, batch 2: 25 step floors)."""
+    bw = estimate(_sc("torchvision/resnet50", batch=8)).bandwidth
+    assert bw["min_time_per_image_s"] == pytest.approx(bw["min_step_time_s"] / 8)
+    assert bw["max_images_per_s"] == pytest.approx(8 / bw["min_step_time_s"])
+    sc = Scenario.from_dict({"model": "stable-diffusion-v1-5/stable-diffusion-v1-5",
+                             "task": "denoise", "batch_size": 2, "precision": "fp16",
+                             "steps": 50, "gpu": "nvidia-a100-sxm4-80gb"})
+    bw = estimate(sc).bandwidth
+    assert bw["min_time_per_image_s"] == pytest.approx(25 * bw["min_step_time_s"])

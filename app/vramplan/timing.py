@@ -19,6 +19,7 @@ hardware database's dense `throughput`). `roofline()` adds:
 | `needed_bandwidth_gbs` | bytes_per_step / compute_floor_s: the bandwidth at which memory stops limiting |
 | `max_tokens_per_s` | tokens_per_step / min_step_time_s (both floors) |
 | `memory_bound_tokens_per_s`, `compute_bound_tokens_per_s` | tokens_per_step over each floor alone |
+| `min_time_per_image_s`, `max_images_per_s` | with `flops_per_image` (vision, diffusion): the step floor x flops_per_image / flops_per_step (one image's share of the step, its steps for a diffusion image), and its inverse |
 | `workload_kind` | given by the footprint ("cnn", "vit", "detection", "segmentation", "diffusion"; absent: "llm"): which measured efficiency the note quotes |
 | `host_link_floor_s`, `host_link_tokens_per_s` | with weights in host memory (`host_read_bytes_per_step`): those bytes over the host link (`host_link_gbs`, `host_link`), a third floor |
 
@@ -117,12 +118,24 @@ def roofline(bw: dict, device) -> tuple[dict, list[str]]:
     floor, floor_ds = max(floor, host), max(floor_ds, host)
     out["min_step_time_s"] = floor
     out["min_step_time_datasheet_s"] = floor_ds
+    _per_image(out, floor)
     if tokens:
         out["memory_bound_tokens_per_s"] = tokens / mem
         out["max_tokens_per_s"] = tokens / floor
         if host:
             out["host_link_tokens_per_s"] = tokens / host
     return out, notes
+
+
+def _per_image(out: dict, floor: float) -> None:
+    """min_time_per_image_s / max_images_per_s where the footprint counts FLOPs per image:
+    an image's share of the step (1 / batch; x steps for a diffusion image) is
+    flops_per_image / flops_per_step, and its bytes scale alike."""
+    per, step = out.get("flops_per_image"), out.get("flops_per_step")
+    if not per or not step or not floor:
+        return
+    out["min_time_per_image_s"] = floor * per / step
+    out["max_images_per_s"] = step / (floor * per)
 
 
 def _host_floor(out: dict, device, notes: list[str]) -> float:

@@ -34,6 +34,8 @@ LABELS = {
     "max_tokens_per_s": N_("Tokens/s ceiling"), "memory_bound_tokens_per_s": N_("Tokens/s, memory bound"),
     "compute_bound_tokens_per_s": N_("Tokens/s, compute bound"),
     "flops_per_step": N_("FLOPs per step"), "prefill_flops": N_("Prefill FLOPs"),
+    "flops_per_image": N_("FLOPs per image"), "min_time_per_image_s": N_("Time per image floor"),
+    "max_images_per_s": N_("Images/s ceiling"),
     "arithmetic_intensity": N_("Arithmetic intensity"), "ridge_intensity": N_("GPU ridge point"),
     "needed_bandwidth_gbs": N_("Bandwidth to keep compute busy"), "peak_tflops": N_("Peak dense compute"),
     "attainable_tflops": N_("Attainable compute"), "kv_pool_bytes": N_("KV pool"),
@@ -60,7 +62,8 @@ def fmt(key: str, v: Any) -> str:
         return rate_gbs(v / 1e9)          # traffic: decimal GB/s, as bandwidth is quoted
     if k.startswith("bytes") or k.endswith("_bytes") or "_bytes_" in k:
         return size(v)                    # memory and bytes moved: GiB
-    if k.endswith("tokens_per_s") or k.endswith("_fps") or k.startswith("max_fps"):
+    if k.endswith(("tokens_per_s", "images_per_s")) or k.endswith("_fps") or \
+            k.startswith("max_fps"):
         return f"{count(round(v, 1))}/s"
     if k.endswith("_s"):
         return seconds(v)
