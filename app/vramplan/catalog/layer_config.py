@@ -96,6 +96,9 @@ def extras(r, mt: str) -> dict:
         return {"qk_norm": r.bool("use_qk_norm", False), "router_bias_correction": True}
     if mt == "granitemoehybrid":  # GraniteMoeSharedMLP has no gate
         return {"shared_gate": False}
+    if mt in ("olmoe", "olmo2"):  # OlmoeAttention / Olmo2Attention: q_norm over all query
+        # heads (heads x head_dim), k_norm over the key heads, not per head
+        return {"qk_norm": True, "qk_norm_full": True}
     return {}
 
 

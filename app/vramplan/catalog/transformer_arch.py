@@ -149,7 +149,9 @@ class TransformerArch:
                 attn += (self.heads + 2 * self.kv_heads) * d + h
         out["attention"] = L * attn
         out["norms"] = L * self.norms_per_layer * self._norm_params(h)
-        if x.get("qk_norm"):  # Qwen3: RMSNorm over q and k heads
+        if x.get("qk_norm_full"):   # OLMoE / OLMo 2: over the whole q and k projections
+            out["norms"] += L * (self.heads + self.kv_heads) * self.head_dim
+        elif x.get("qk_norm"):  # Qwen3: RMSNorm over q and k heads
             out["norms"] += L * 2 * self.head_dim
         dense_layers = L - self.moe_layers
         out["mlp"] = dense_layers * self._mlp(self.ffn)

@@ -96,10 +96,12 @@ def mamba_core(arch, k: Kernels, keep: dict) -> float:
 
 
 # q_norm / k_norm classes (transformers 5.23): Gemma-style (Gemma3RMSNorm, Qwen3NextRMSNorm:
-# `_norm(x.float()) * (1 + weight.float())`, cast back) keep x.float() and the fp32 normed
-# tensor, 8 B per element; Llama-style (Qwen3RMSNorm, Qwen3MoeRMSNorm, Glm4MoeRMSNorm:
-# `weight * normed.to(input_dtype)`) keep x.float() and the cast normed tensor, 4 + p.
-_GEMMA_STYLE_QK_NORM = {"gemma3_text", "qwen3_next"}
+# `_norm(x.float()) * (1 + weight.float())`, cast back; Olmo2RMSNorm: `(weight * normed)
+# .to(input_dtype)`) keep x.float() and the fp32 normed tensor, 8 B per element; Llama-style
+# (Qwen3RMSNorm, Qwen3MoeRMSNorm, Glm4MoeRMSNorm, OlmoeRMSNorm: `weight *
+# normed.to(input_dtype)`) keep x.float() and the cast normed tensor, 4 + p. Per head or over
+# the whole projection (OLMoE, OLMo 2), the elements are the same: q's and k's.
+_GEMMA_STYLE_QK_NORM = {"gemma3_text", "qwen3_next", "olmo2"}
 
 
 def qk_norm_coeff(arch, k: Kernels) -> float:
