@@ -132,3 +132,17 @@ def test_qk_norm_keeps_its_input_and_normed_tensor():
     assert ma.qk_norm_coeff(_arch("meta-llama/Llama-3.2-1B"), MIXED) == 0.0
     c, _ = layer_coeffs(qwen3, MIXED)
     assert ma.layer_adjust(qwen3, MIXED, c) == (pytest.approx(18.0), 1.0)
+
+
+def test_olmoe_qk_norm_over_the_whole_projection():
+    """OLMoE-1B-7B (hidden 2048, 16 heads and 16 key heads of 128): OlmoeRMSNorm over all of q
+    (2048) and all of k (2048), Llama-style (4 + p = 6 B under bf16 autocast): 6 x 4096 / 2048
+    = 12; its parameters count 2 x 2048 norm weights per layer more than per-head norms."""
+    cfg = {"model_type": "olmoe", "hidden_size": 2048, "intermediate_size": 1024,
+           "num_hidden_layers": 16, "num_attention_heads": 16, "num_key_value_heads": 16,
+           "num_experts": 64, "num_experts_per_tok": 8, "vocab_size": 50304}
+    a = arch_from_config(cfg)
+    assert ma.qk_norm_coeff(a, MIXED) == pytest.approx(12.0)
+    per_head = arch_from_config(dict(cfg, model_type="qwen3_moe", moe_intermediate_size=1024))
+    assert a.param_breakdown()["norms"] - per_head.param_breakdown()["norms"] == \
+        16 * (4096 - 2 * 128)
