@@ -36,7 +36,6 @@ CORE_OVER = {
     "measure/tracing/runner.py:run_job",
     "report/html.py:to_html",
     "scenario/build.py:fields_of",
-    "sweep/rows.py:_rows",
     "workloads/diffusion/footprint.py:_training",
     "workloads/diffusion/parts.py:unet_step",
     "workloads/transformer/activations.py:layer_coeffs",

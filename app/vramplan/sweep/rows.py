@@ -4,6 +4,8 @@ the max batch per GPU (`max_batch`); forked workers for large grids. `sweep()` i
 `__init__.py` assembles the rows."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from ..errors import ScenarioError, VramplanError
@@ -122,8 +124,8 @@ def _rows(job: _Job, combos) -> tuple:
     alloc, res, used = (np.zeros(shape, dtype=np.int64) for _ in range(3))
     fits = np.zeros(shape, dtype=bool)
     mb = np.zeros(shape, dtype=np.int64) if job.with_max_batch else None
+    out = SimpleNamespace(alloc=alloc, res=res, used=used, fits=fits, mb=mb, errors={})
     points: list[dict] = []
-    errors: dict = {}
     calls0 = eng.footprint_calls
     specs: dict = {}
     classes = [(rep, cmask, np.flatnonzero(cmask[cols])) for rep, cmask in job.classes]
@@ -132,69 +134,97 @@ def _rows(job: _Job, combos) -> tuple:
     for combo in combos:
         job.forget()
         point = dict(zip(job.keys, combo))
-        per_class = []
-        for rep, cmask, pos in _merged(job, point, classes):
-            try:
-                ch0 = changes_for(job.given, job.base, point)
-                if rep is not None:
-                    ch0["gpu"] = rep
-                sc0 = job.made(ch0)
-            except ScenarioError as exc:
-                per_class.append((exc, None, None, cmask, pos, [None], None))
-                continue
-            key = (sc0.model, freeze(sc0.architecture))
-            spec = specs[key] if key in specs else specs.setdefault(key, spec_of(sc0))
-            variants = BatchVariants(sc0, batch or (),
-                                     make=lambda b, ch0=ch0: job.make({**ch0, "batch_size": b}))
-            per_class.append((sc0, spec, variants, cmask, pos, [None],
-                              _vector(eng, sc0, spec, variants, cmask, vb, stats)))
+        per_class = _point_classes(job, point, classes, specs, vb, stats)
         r0 = len(points)
-        for sc0, spec, variants, cmask, pos, combo_mb, segs in per_class:
-            at = cols[pos]
-            for lo, hi, bp in segs or ():
-                rows = slice(r0 + lo, r0 + hi)
-                alloc[rows, pos], res[rows, pos], used[rows, pos], fits[rows, pos] = (
-                    bp.allocated[:, at], bp.reserved[:, at], bp.used[:, at], bp.fits[:, at])
-                if mb is None:
-                    continue
-                if (bp.capacity >= 0).any():     # an engine's capacity: each row's own
-                    for j in range(lo, hi):
-                        mb[r0 + j, pos] = max_batch(variants.get(batch[j]), mask=cmask,
-                                                    eng=eng, spec=spec,
-                                                    base_point=bp.row(j - lo))[at]
-                    continue
-                if combo_mb[0] is None:          # one max batch per grid point, as below
-                    combo_mb[0] = max_batch(variants.get(batch[lo]), mask=cmask, eng=eng,
-                                            spec=spec, base_point=bp.row(0))[at]
-                mb[rows, pos] = combo_mb[0]
+        for entry in per_class:
+            _fill_segments(job, out, r0, entry)
         for j, b in enumerate(batch or [None]):
             r = len(points)
             points.append({**point, "batch_size": b} if b is not None else dict(point))
-            for sc0, spec, variants, cmask, pos, combo_mb, segs in per_class:
-                if segs is not None and segs.covers(j):
-                    continue
-                sc = sc0 if (b is None or isinstance(sc0, Exception)) else variants.get(b)
-                if isinstance(sc, Exception):
-                    for c in pos:
-                        errors[(r, int(c))] = str(sc)
-                    continue
-                pt = eng.evaluate(sc, spec, cmask)
-                at = cols[pos]
-                alloc[r, pos], res[r, pos], used[r, pos], fits[r, pos] = (
-                    pt.allocated[at], pt.reserved[at], pt.used[at], pt.fits[at])
-                for i, msg in pt.errors.items():
-                    errors[(r, int(np.searchsorted(cols, i)))] = msg
-                if mb is not None:
-                    # the max batch of a point does not depend on its own batch where the
-                    # variants differ in the batch field alone (not a serving pool: capacity)
-                    reuse = variants.fast and not pt.errors and pt.capacity.max() < 0
-                    if reuse and combo_mb[0] is not None:
-                        mb[r, pos] = combo_mb[0]
-                    else:
-                        mb[r, pos] = max_batch(sc, mask=cmask, eng=eng, spec=spec,
-                                               base_point=pt)[at]
-                        combo_mb[0] = mb[r, pos].copy() if reuse else None
-    return (alloc, res, used, fits, mb, points, errors, eng.footprint_calls - calls0, stats)
+            for entry in per_class:
+                _fill_point(job, out, r, j, b, entry)
+    return (alloc, res, used, fits, mb, points, out.errors, eng.footprint_calls - calls0,
+            stats)
+
+
+def _point_classes(job: _Job, point: dict, classes: list, specs: dict, vb, stats: dict) -> list:
+    """Per GPU group of one grid point: (scenario or its ScenarioError, spec, batch variants,
+    GPU mask, columns, [the point's max batch], the vector Segments or None)."""
+    eng, batch = job.eng, job.batch
+    per_class = []
+    for rep, cmask, pos in _merged(job, point, classes):
+        try:
+            ch0 = changes_for(job.given, job.base, point)
+            if rep is not None:
+                ch0["gpu"] = rep
+            sc0 = job.made(ch0)
+        except ScenarioError as exc:
+            per_class.append((exc, None, None, cmask, pos, [None], None))
+            continue
+        key = (sc0.model, freeze(sc0.architecture))
+        spec = specs[key] if key in specs else specs.setdefault(key, spec_of(sc0))
+        variants = BatchVariants(sc0, batch or (),
+                                 make=lambda b, ch0=ch0: job.make({**ch0, "batch_size": b}))
+        per_class.append((sc0, spec, variants, cmask, pos, [None],
+                          _vector(eng, sc0, spec, variants, cmask, vb, stats)))
+    return per_class
+
+
+def _fill_segments(job: _Job, out, r0: int, entry: tuple) -> None:
+    """The rows from r0 that one GPU group's vector calls (Segments) gave, and their max
+    batch."""
+    eng, cols, batch = job.eng, job.cols, job.batch
+    alloc, res, used, fits, mb = out.alloc, out.res, out.used, out.fits, out.mb
+    sc0, spec, variants, cmask, pos, combo_mb, segs = entry
+    at = cols[pos]
+    for lo, hi, bp in segs or ():
+        rows = slice(r0 + lo, r0 + hi)
+        alloc[rows, pos], res[rows, pos], used[rows, pos], fits[rows, pos] = (
+            bp.allocated[:, at], bp.reserved[:, at], bp.used[:, at], bp.fits[:, at])
+        if mb is None:
+            continue
+        if (bp.capacity >= 0).any():     # an engine's capacity: each row's own
+            for j in range(lo, hi):
+                mb[r0 + j, pos] = max_batch(variants.get(batch[j]), mask=cmask,
+                                            eng=eng, spec=spec,
+                                            base_point=bp.row(j - lo))[at]
+            continue
+        if combo_mb[0] is None:          # one max batch per grid point, as below
+            combo_mb[0] = max_batch(variants.get(batch[lo]), mask=cmask, eng=eng,
+                                    spec=spec, base_point=bp.row(0))[at]
+        mb[rows, pos] = combo_mb[0]
+
+
+def _fill_point(job: _Job, out, r: int, j: int, b, entry: tuple) -> None:
+    """Row r (batch value b, the j-th of the grid) of one GPU group where no vector call
+    covered it: one footprint call, its errors and its max batch."""
+    eng, cols = job.eng, job.cols
+    alloc, res, used, fits, mb, errors = out.alloc, out.res, out.used, out.fits, out.mb, \
+        out.errors
+    sc0, spec, variants, cmask, pos, combo_mb, segs = entry
+    if segs is not None and segs.covers(j):
+        return
+    sc = sc0 if (b is None or isinstance(sc0, Exception)) else variants.get(b)
+    if isinstance(sc, Exception):
+        for c in pos:
+            errors[(r, int(c))] = str(sc)
+        return
+    pt = eng.evaluate(sc, spec, cmask)
+    at = cols[pos]
+    alloc[r, pos], res[r, pos], used[r, pos], fits[r, pos] = (
+        pt.allocated[at], pt.reserved[at], pt.used[at], pt.fits[at])
+    for i, msg in pt.errors.items():
+        errors[(r, int(np.searchsorted(cols, i)))] = msg
+    if mb is not None:
+        # the max batch of a point does not depend on its own batch where the
+        # variants differ in the batch field alone (not a serving pool: capacity)
+        reuse = variants.fast and not pt.errors and pt.capacity.max() < 0
+        if reuse and combo_mb[0] is not None:
+            mb[r, pos] = combo_mb[0]
+        else:
+            mb[r, pos] = max_batch(sc, mask=cmask, eng=eng, spec=spec,
+                                   base_point=pt)[at]
+            combo_mb[0] = mb[r, pos].copy() if reuse else None
 
 
 def _batch_array(batch):
