@@ -57,6 +57,80 @@ def _unet_transformer(u: int, scores: int, cross: int) -> int:
     return vmax(19 * u, 5 * u + 2 * scores, 5 * u + 2 * cross, 3 * u)
 
 
+class _UNetWalk:
+    """The running peak and largest tensor of one UNet2DConditionModel forward (unet_step):
+    level sizes, the tensor unit of a level and the transformer blocks' working set."""
+
+    def __init__(self, cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: int,
+                 eager: bool):
+        self.chans, self.attn, self.heads = (cfg["block_out_channels"], cfg["attention_levels"],
+                                             cfg["heads"])
+        self.lpb = cfg.get("layers_per_block", 2)
+        self.b, self.e, self.eager, self.text_tokens = b, e, eager, text_tokens
+        ns, hh, ww = [], lat_h, lat_w
+        for _ in self.chans:                                    # conv stride 2, padding 1: ceil
+            ns.append(hh * ww)
+            hh, ww = (hh + 1) // 2, (ww + 1) // 2
+        self.ns = ns
+        self.peak = self.largest = 0
+
+    def unit(self, lvl: int, c: int):
+        return self.b * (self.ns[lvl] * c * self.e)   # ints: one array product
+
+    def transformer(self, lvl: int, depth_attn: bool) -> int:
+        b, ns, e, heads = self.b, self.ns, self.e, self.heads
+        u = self.unit(lvl, self.chans[lvl])
+        if not depth_attn:
+            return 0
+        s = b * heads[lvl] * ns[lvl] * ns[lvl] * e if self.eager else 0
+        x = b * heads[lvl] * ns[lvl] * self.text_tokens * e if self.eager else 0
+        self.largest = vmax(self.largest, where(s, s, 8 * u))   # s or 8u
+        return u + _unet_transformer(u, s, x)                   # + its residual input
+
+    def down(self) -> list:
+        """The down path; returns the skip list (conv_in, every block's and downsampler's
+        output)."""
+        chans, attn, lpb, unit = self.chans, self.attn, self.lpb, self.unit
+        levels = len(chans)
+        skips = [unit(0, chans[0])]                             # conv_in output
+        cin = chans[0]
+        for lvl, c in enumerate(chans):                         # down path
+            for j in range(lpb):
+                held = sum(skips)
+                ci = cin if j == 0 else c
+                self.peak = vmax(self.peak, held + _unet_resnet(unit(lvl, ci), unit(lvl, c)),
+                                 held + self.transformer(lvl, attn[lvl]))
+                self.largest = vmax(self.largest, unit(lvl, vmax(ci, c)))
+                skips.append(unit(lvl, c))
+            if lvl < levels - 1:                                # downsampler
+                skips.append(unit(lvl + 1, c))
+                self.peak = vmax(self.peak, sum(skips))
+            cin = c
+        return skips
+
+    def up(self, skips: list, x_in) -> None:
+        """The up path from the mid block's output x_in, consuming the skips."""
+        chans, attn, lpb, unit = self.chans, self.attn, self.lpb, self.unit
+        for lvl in reversed(range(len(chans))):                 # up path
+            c = chans[lvl]
+            tup = skips[-(lpb + 1):]
+            skips = skips[:-(lpb + 1)]
+            held = sum(skips) + sum(tup) + x_in
+            x = x_in
+            for j in range(lpb + 1):
+                cat = x + tup[-1 - j]
+                prev = x if j else 0                            # previous output, until the cat
+                self.peak = vmax(self.peak, held + prev + cat)
+                self.peak = vmax(self.peak, held + cat + _unet_resnet(cat, unit(lvl, c)))
+                self.largest = vmax(self.largest, cat)
+                self.peak = vmax(self.peak, held + self.transformer(lvl, attn[lvl]))
+                x = unit(lvl, c)
+            if lvl:                                             # upsampler into level lvl - 1
+                up = unit(lvl - 1, c)
+                self.peak = vmax(self.peak, held + x + 2 * up)
+                x_in = up
+
+
 def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: int,
               eager: bool) -> tuple[int, int]:
     """(peak transient bytes, largest tensor) of one UNet2DConditionModel forward, batch b
@@ -67,67 +141,18 @@ def unet_step(cfg: dict, b: int, lat_h: int, lat_w: int, text_tokens: int, e: in
     upsamples (nearest interpolate + conv) into the next level. The peak is the largest of
     held skips + held inputs + the running block's working set (resnet, transformer: GEGLU 19c
     per token or eager attention scores)."""
-    chans, attn, heads = cfg["block_out_channels"], cfg["attention_levels"], cfg["heads"]
-    lpb = cfg.get("layers_per_block", 2)
-    levels = len(chans)
-    ns, hh, ww = [], lat_h, lat_w
-    for _ in chans:                                             # conv stride 2, padding 1: ceil
-        ns.append(hh * ww)
-        hh, ww = (hh + 1) // 2, (ww + 1) // 2
-    unit = lambda lvl, c: b * (ns[lvl] * c * e)  # noqa: E731  (ints: one array product)
-    peak = largest = 0
-
-    def transformer(lvl: int, depth_attn: bool) -> int:
-        nonlocal largest
-        u = unit(lvl, chans[lvl])
-        if not depth_attn:
-            return 0
-        s = b * heads[lvl] * ns[lvl] * ns[lvl] * e if eager else 0
-        x = b * heads[lvl] * ns[lvl] * text_tokens * e if eager else 0
-        largest = vmax(largest, where(s, s, 8 * u))   # s or 8u
-        return u + _unet_transformer(u, s, x)                   # + its residual input
-
-    mid_attn = cfg.get("mid_attention", any(attn))
-    skips = [unit(0, chans[0])]                                 # conv_in output
-    cin = chans[0]
-    for lvl, c in enumerate(chans):                             # down path
-        for j in range(lpb):
-            held = sum(skips)
-            ci = cin if j == 0 else c
-            peak = vmax(peak, held + _unet_resnet(unit(lvl, ci), unit(lvl, c)),
-                       held + transformer(lvl, attn[lvl]))
-            largest = vmax(largest, unit(lvl, vmax(ci, c)))
-            skips.append(unit(lvl, c))
-        if lvl < levels - 1:                                    # downsampler
-            skips.append(unit(lvl + 1, c))
-            peak = vmax(peak, sum(skips))
-        cin = c
-    top = levels - 1
-    u_top = unit(top, chans[top])                               # mid block
+    walk = _UNetWalk(cfg, b, lat_h, lat_w, text_tokens, e, eager)
+    chans = walk.chans
+    mid_attn = cfg.get("mid_attention", any(walk.attn))
+    skips = walk.down()
+    top = len(chans) - 1
+    u_top = walk.unit(top, chans[top])                          # mid block
     held = sum(skips)
-    peak = vmax(peak, held + _unet_resnet(u_top, u_top),
-               held + transformer(top, mid_attn))
-    x_in = u_top
-    for lvl in reversed(range(levels)):                         # up path
-        c = chans[lvl]
-        tup = skips[-(lpb + 1):]
-        skips = skips[:-(lpb + 1)]
-        held = sum(skips) + sum(tup) + x_in
-        x = x_in
-        for j in range(lpb + 1):
-            cat = x + tup[-1 - j]
-            prev = x if j else 0                                # previous output, until the cat
-            peak = vmax(peak, held + prev + cat)
-            peak = vmax(peak, held + cat + _unet_resnet(cat, unit(lvl, c)))
-            largest = vmax(largest, cat)
-            peak = vmax(peak, held + transformer(lvl, attn[lvl]))
-            x = unit(lvl, c)
-        if lvl:                                                 # upsampler into level lvl - 1
-            up = unit(lvl - 1, c)
-            peak = vmax(peak, held + x + 2 * up)
-            x_in = up
+    walk.peak = vmax(walk.peak, held + _unet_resnet(u_top, u_top),
+                     held + walk.transformer(top, mid_attn))
+    walk.up(skips, u_top)
     latents = 6 * b * cfg.get("latent_channels", 4) * lat_h * lat_w * 4
-    return to_int(peak + latents), to_int(largest)
+    return to_int(walk.peak + latents), to_int(walk.largest)
 
 
 # transformer denoisers whose image tokens attend to the text by cross-attention (PixArt's
