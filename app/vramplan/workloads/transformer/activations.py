@@ -126,33 +126,21 @@ def score_bytes_inference(arch, p: int, mixed: bool) -> float:
     return (4 if p == 4 else p) + sdt
 
 
-def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[float, float]:
-    """(sbh coefficient, score coefficient) of the activations one block saves for backward.
+def _norm_saved(arch, k: Kernels, lora_inputs, r: int, p: int) -> float:
+    """Saved bytes per element of one norm (layer_coeffs)."""
+    if k.compile:
+        return r                           # fused: input + rstd, output recomputed
+    if arch.norm == "rmsnorm":             # HF/torchtune RMSNorm: x.float() and the cast
+        if lora_inputs is not None:        # normed tensor feed the weight multiply; a
+            return 4                       # frozen weight (LoRA) needs no normed tensor:
+        return 4 + (4 if k.mixed else p)   # mul saves only the other factor's grad input
+    return r                               # fused layer_norm saves its input
 
-    `lora_inputs` (LoRA/QLoRA on a frozen base) says which linear inputs are kept: a frozen
-    linear needs only its weight for the input gradient, so its input is saved only when an
-    adapter on it needs it. Norm, activation-function and attention tensors stay (the gradient
-    flows through them)."""
-    p, r = k.p, (4 if (k.mixed or k.p == 4) else k.p)
-    hid_drop, _ = dropout_flags(arch, True) if k.dropout else (False, False)
-    qr, kvr, f = _widths(arch)
-    keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
-    lin = (1.0 if k.float8 else p)   # float8 linears save fp8 inputs (+ tiny scales)
-    lin_mixed = 2 if k.mixed else lin
 
-    def norm() -> float:
-        if k.compile:
-            return r                           # fused: input + rstd, output recomputed
-        if arch.norm == "rmsnorm":             # HF/torchtune RMSNorm: x.float() and the cast
-            if lora_inputs is not None:        # normed tensor feed the weight multiply; a
-                return 4                       # frozen weight (LoRA) needs no normed tensor:
-            return 4 + (4 if k.mixed else p)   # mul saves only the other factor's grad input
-        return r                               # fused layer_norm saves its input
-
-    c = 0.0
-    # attention block
-    c += norm()
-    c += lin_mixed if keep["qkv"] else 0       # q/k/v input (16-bit autocast copy under AMP)
+def _attention_saved(c: float, arch, k: Kernels, keep: dict, p: int, lin_mixed, qr, kvr
+                     ) -> float:
+    """c plus what the attention core and o_proj's input save (layer_coeffs; added in the
+    walk's order, so the float sum is the same)."""
     if k.attention == "eager":
         kv_eff = qr if arch.kv_heads < arch.heads else kvr   # HF repeat_kv before matmul
         c += p * (qr + 2 * kv_eff)             # q, k for QK^T, v for PV
@@ -164,10 +152,12 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
         c += 4 * arch.heads / arch.hidden      # logsumexp, fp32 per head and token
         if not k.compile and keep["o"]:
             c += lin_mixed * qr                # transpose().contiguous() copy into o_proj
-    c += 1 if hid_drop else 0                  # dropout mask after attention
-    # MLP block
-    c += norm()
-    c += lin_mixed if keep["up"] else 0        # fc1 / gate+up input
+    return c
+
+
+def _mlp_saved(c: float, arch, k: Kernels, keep: dict, p: int, f, hid_drop: bool) -> float:
+    """c plus what the MLP's activation function and down projection's input save
+    (layer_coeffs; added in the walk's order)."""
     if arch.gated_mlp:
         c += p * f * (3 if k.compile else 4)   # gate, act(gate), up, product (act recomputed
         if not keep["down"]:                   # when compiled); down input = product
@@ -182,6 +172,33 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
         c += p * f * (1 if k.compile else 2)   # fc1 out (gelu input), gelu out (fc2 input)
         if not keep["down"] and not k.compile:
             c -= p * f
+    return c
+
+
+def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[float, float]:
+    """(sbh coefficient, score coefficient) of the activations one block saves for backward.
+
+    `lora_inputs` (LoRA/QLoRA on a frozen base) says which linear inputs are kept: a frozen
+    linear needs only its weight for the input gradient, so its input is saved only when an
+    adapter on it needs it. Norm, activation-function and attention tensors stay (the gradient
+    flows through them)."""
+    p, r = k.p, (4 if (k.mixed or k.p == 4) else k.p)
+    hid_drop, _ = dropout_flags(arch, True) if k.dropout else (False, False)
+    qr, kvr, f = _widths(arch)
+    keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
+    lin = (1.0 if k.float8 else p)   # float8 linears save fp8 inputs (+ tiny scales)
+    lin_mixed = 2 if k.mixed else lin
+
+    c = 0.0
+    # attention block
+    c += _norm_saved(arch, k, lora_inputs, r, p)
+    c += lin_mixed if keep["qkv"] else 0       # q/k/v input (16-bit autocast copy under AMP)
+    c = _attention_saved(c, arch, k, keep, p, lin_mixed, qr, kvr)
+    c += 1 if hid_drop else 0                  # dropout mask after attention
+    # MLP block
+    c += _norm_saved(arch, k, lora_inputs, r, p)
+    c += lin_mixed if keep["up"] else 0        # fc1 / gate+up input
+    c = _mlp_saved(c, arch, k, keep, p, f, hid_drop)
     c += composite_gelu_bytes(arch, k) * f     # gelu_new's tanh and product factors
     if hid_drop and inner_dropout(arch):
         c += f                                 # the inner dropout's 1-byte mask (the dropped
