@@ -160,3 +160,28 @@ def test_the_gpu_filters_stay_on_the_picker_across_a_language_switch(app):
     assert app.picker.vendor.value == "AMD" and app.picker.min_memory.value == "128 GiB"
     assert {v for _l, v in app.picker.list.options} == {
         d.id for d in app.db.filter(vendor="AMD", min_memory="128 GiB")}
+
+
+# ---- GPUs needed: a click on a point of the front applies its layout through the state
+def test_clicking_a_point_of_the_gpus_needed_front_applies_that_layout(app):
+    from vramplan.charts.cluster_front import FRONT_SELECTION, front_rows
+    from vramplan.charts.theme import spec_rows
+    from vramplan.ui.cluster_view import ROWS
+    app.state.apply(PIPELINE)
+    view = app.cluster
+    assert view.front and view.chart.widget is not None, view.status.value
+    rows = list({r["i"]: r for r in spec_rows(view.chart.spec) if "layout" in r}.values())
+    assert len(rows) == min(len(view.front), ROWS)
+    assert [r["gpus"] for r in rows] == [o.layout.gpus for o in view.front[:len(rows)]]
+    assert rows == front_rows(view.front[:len(rows)])
+    # fewest GPUs first, each faster than every layout on fewer GPUs (the Pareto front)
+    assert all(a["gpus"] < b["gpus"] and a["step_s"] > b["step_s"]
+               for a, b in zip(rows, rows[1:]))
+    pick = view.front[1]
+    # what the front end sends on a click (a Vega point selection's signal)
+    view.chart.widget._vl_selections = {
+        FRONT_SELECTION: {"value": {"vlPoint": {"or": [{"i": 1}]}}, "store": []}}
+    assert app.scenario == pick.estimate.scenario
+    assert app.scenario.parallel.gpus == pick.layout.gpus
+    assert "Applied" in app.notices.value
+    assert app.state.undo() and app.scenario.parallel.gpus == 64

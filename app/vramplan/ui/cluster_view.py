@@ -1,7 +1,8 @@
 """GPUs needed: the cluster solver's front for a transformer training plan that does not fit on
 its GPU (or runs on several): per layout its GPU count, the layout, the step time and the
-GPU-hours per billion tokens, each applied with one click (the plan becomes that layout's
-scenario, the same global batch). Computed off the kernel's loop (`advisor.cluster.solve`);
+GPU-hours per billion tokens, each applied with one click on its point in the chart (GPUs
+against step time) or its button (the plan becomes that layout's scenario, the same global
+batch; through `PlanState.apply_change`). Computed off the kernel's loop (`advisor.cluster.solve`);
 every layout on it fits every rank by the estimate.
 """
 from __future__ import annotations
@@ -12,7 +13,9 @@ from types import SimpleNamespace
 import ipywidgets as W
 
 from . import looks as L
+from ..charts.cluster_front import FRONT_SELECTION
 from .advisor import title_html
+from .chart import ChartPanel
 from .i18n import _
 from .jobs import Jobs
 from .section import section
@@ -49,6 +52,7 @@ class ClusterView(W.VBox):
         self.jobs = Jobs("vramplan-cluster", background)
         self.status = L.html()
         self.rows = W.VBox()
+        self.chart: ChartPanel | None = None   # made with the first front (fewer models)
         self.card = section(_("GPUs needed"), self.status, self.rows, cls="vp-cluster")
         super().__init__([self.card])
         self.layout.display = "none"
@@ -88,6 +92,7 @@ class ClusterView(W.VBox):
             return
         self.front = got
         self.buttons = []
+        self._chart(job, got)
         if not got:
             self.status.value = message_html(_("No layout on up to {n} GPUs fits every "
                                                "rank.").format(n=job.max_gpus), "info")
@@ -110,6 +115,35 @@ class ClusterView(W.VBox):
             self.buttons.append(b)
             rows.append(row)
         self.rows.children = rows
+
+    def _chart(self, job, front) -> None:
+        """The front as GPUs against step time (charts.cluster_front), or a message."""
+        if not front:
+            if self.chart is not None:
+                self.chart.show_message(_("No layout to draw."))
+            return
+        if self.chart is None:
+            self.chart = ChartPanel(lambda: None, height=220, cls="vp-cluster-chart")
+            self.chart.on_select(FRONT_SELECTION, self._picked)
+            kids = list(self.card.children)
+            self.card.children = kids[:-1] + [self.chart, kids[-1]]    # above the rows
+        try:
+            from ..charts.cluster_front import cluster_front_chart
+            from .chart import freeze, prepare_altair
+            prepare_altair()
+            chart = cluster_front_chart(front[:ROWS], gpus_now=(job.base.get("parallel") or {})
+                                        .get("gpus"), lang=self.state.lang)
+            self.chart.show(freeze(chart))
+        except Exception as exc:  # the rows below still apply a layout
+            self.chart.show_message(_("The chart could not be drawn: {error}").format(
+                error=f"{type(exc).__name__}: {exc}"), "error")
+
+    def _picked(self, selection) -> None:
+        """A click on a front point: its layout applied through the state (as its button)."""
+        from ..charts.cluster_front import picked_front
+        got = picked_front(selection)
+        if got and got[0] < len(self.buttons):
+            self.state.apply_change(self.buttons[got[0]].vp_change)
 
     def _row(self, i: int) -> W.HBox:
         while len(self._rows) <= i:

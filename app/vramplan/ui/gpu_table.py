@@ -15,6 +15,9 @@ from .i18n import _
 from .text import count, gib
 
 _e = html.escape
+PAD = " style='padding:3px 0 3px 12px;white-space:nowrap'"   # a gap between the columns
+RIGHT = " style='padding:3px 0 3px 12px;white-space:nowrap;text-align:right'"   # a number's head
+LEFT = " style='text-align:left'"
 LABELS = {"vendor": "Vendor", "min_memory": "Min memory", "min_bandwidth": "Min bandwidth"}
 
 
@@ -42,18 +45,19 @@ def gpu_table_html(rows: Iterable[Mapping[str, Any]], metric: str = "headroom",
         head.remove(_("Max batch size"))
     body = []
     for r in data:
-        cells = [f"<td>{_e(r['name'])}</td>", f"<td class='vp-num'>{gib(r['usable_bytes'])}</td>",
-                 f"<td class='vp-num'>{gib(r['headroom_bytes'])}</td>",
-                 f"<td class='vp-num'>{r['gpus_needed'] or (1 if r['fits'] else '–')}</td>"]
+        cells = [f"<td>{_e(r['name'])}</td>",
+                 f"<td class='vp-num'{PAD}>{gib(r['usable_bytes'])}</td>",
+                 f"<td class='vp-num'{PAD}>{gib(r['headroom_bytes'])}</td>",
+                 f"<td class='vp-num'{PAD}>{r['gpus_needed'] or (1 if r['fits'] else '–')}</td>"]
         if batched:
             mb = r["max_batch_size"]
-            cells.append(f"<td class='vp-num'>{count(mb) if mb is not None else '–'}</td>")
-        cells.append(f"<td class='vp-num'>{_e(_time(r))}</td>")
+            cells.append(f"<td class='vp-num'{PAD}>{count(mb) if mb is not None else '–'}</td>")
+        cells.append(f"<td class='vp-num'{PAD}>{_e(_time(r))}</td>")
         cls = " class='vp-selected'" if r["selected"] else ""
         fit = "vp-fits" if r["fits"] else "vp-nofit"
         body.append(f"<tr{cls} data-gpu='{_e(r['id'])}' data-status='{fit}'>"
                     + "".join(cells) + "</tr>")
-    ths = "".join(f"<th>{_e(h)}</th>" for h in head)
+    ths = "".join(f"<th{RIGHT if i else LEFT}>{_e(h)}</th>" for i, h in enumerate(head))
     return (f"<div class='vp-hint vp-gpu-table-count'>{line}</div>"
             "<div class='vp-gpu-table-wrap' style='max-height:360px;overflow:auto'>"
             f"<table class='vp-table vp-gpu-table'><thead><tr>{ths}</tr></thead>"

@@ -18,6 +18,7 @@ from .section import section
 from .text import size
 
 _e = html.escape
+PAD = " style='padding:3px 0 3px 12px;white-space:nowrap'"   # a gap between the columns
 BAR_PX = 120          # the bar's width; the limit line sits at limit / scale of it
 FIT, OVER = theme.FIT_COLOR, theme.NO_FIT_COLOR      # the charts' colours (charts/theme.py)
 
@@ -41,17 +42,18 @@ def ranks_html(est: Mapping[str, Any] | None) -> str:
         return ""
     limit = limit_of(est)
     scale = max([r["device_used"] for r in rows] + [limit or 0]) or 1
-    head = "".join(f"<th>{_e(h)}</th>" for h in (
-        _("Rank"), _("Holds"), _("In flight"), _("Peak phase"), _("Allocated"), _("Reserved"),
-        _("Device used"), ""))
+    head = "".join(f"<th style='padding:3px 0 3px {12 if i else 0}px;white-space:nowrap;"
+                   f"text-align:{'right' if i in (2, 4, 5, 6) else 'left'}'>{_e(h)}</th>"
+                   for i, h in enumerate((_("Rank"), _("Holds"), _("In flight"), _("Peak phase"),
+                                          _("Allocated"), _("Reserved"), _("Device used"), "")))
     body = "".join(
-        f"<tr><td>{_e(r['rank'])}</td><td>{_e(_(ROLES[r['role']]))}</td>"
-        f"<td class='vp-num'>{r['in_flight']}</td>"
-        f"<td>{_e(_(phase_label(str(r['peak_phase'] or '-'))))}</td>"
-        f"<td class='vp-num'>{_e(size(r['allocated']))}</td>"
-        f"<td class='vp-num'>{_e(size(r['reserved']))}</td>"
-        f"<td class='vp-num'>{_e(size(r['device_used']))}</td>"
-        f"<td>{_bar(r['device_used'], limit, scale, r['fits'])}</td></tr>" for r in rows)
+        f"<tr><td>{_e(r['rank'])}</td><td{PAD}>{_e(_(ROLES[r['role']]))}</td>"
+        f"<td class='vp-num'{PAD}>{r['in_flight']}</td>"
+        f"<td{PAD}>{_e(_(phase_label(str(r['peak_phase'] or '-'))))}</td>"
+        f"<td class='vp-num'{PAD}>{_e(size(r['allocated']))}</td>"
+        f"<td class='vp-num'{PAD}>{_e(size(r['reserved']))}</td>"
+        f"<td class='vp-num'{PAD}>{_e(size(r['device_used']))}</td>"
+        f"<td{PAD}>{_bar(r['device_used'], limit, scale, r['fits'])}</td></tr>" for r in rows)
     rank = deciding_rank(est)
     by = (f"<div class='vp-hint'>{_e(_('decided by {rank}, the rank with the most memory').format(rank=rank))}"
           "</div>") if rank else ""
