@@ -30,14 +30,23 @@ def serving(key, title, value):
         v = value(ctx, sv)
         if v is None or v == getattr(sv, key):
             return None
-        ch = {"serving": {**sv.to_dict(), key: v}}
-        if key == "max_model_len":
-            ch["seq_len"] = min(ctx.sc.seq_len, v)
-            ch["serving"]["max_num_batched_tokens"] = max(2048, min(v, 8192))
-        if key == "max_num_seqs":
-            ch["batch_size"] = v
-        return title(v) if callable(title) else title, ch
+        return title(v) if callable(title) else title, serving_change(ctx.sc, key, v)
     return make
+
+
+def serving_change(sc, key: str, v) -> dict:
+    """The changes that set serving.<key> to `v` and let the scenario re-derive what follows
+    from it (`scenario.keys.derive`: max_num_batched_tokens from max_model_len, batch_size
+    from max_num_seqs, seq_len from max_model_len) unless those were given; a given seq_len
+    longer than the new max_model_len is cut to it."""
+    given = sc.given_dict()
+    ch = {"serving": {**given.get("serving", {}), key: v}}
+    coupled = {"max_model_len": "seq_len", "max_num_seqs": "batch_size"}.get(key)
+    if coupled is not None and coupled not in given:
+        ch[coupled] = None                    # derived: it follows the new value
+    elif coupled is not None:                 # given: at most the new value
+        ch[coupled] = min(getattr(sc, coupled), v)
+    return ch
 
 
 def fitting_utilisation(ctx, sv):

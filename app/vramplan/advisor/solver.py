@@ -19,6 +19,7 @@ from ..errors import ScenarioError
 from ..estimate import estimate
 from . import costs as C
 from .levers import BY_ID, Lever
+from .makers import serving_change
 from .recommend import Recommendation, how_for, layout_comm, one_gpu_sizes
 from .split import split_counts, splits
 
@@ -73,13 +74,14 @@ def merge(sc, recs) -> dict:
     (options, offload) united, objects (parallel, serving, precision) merged field by field
     where a recommendation changed them."""
     base = sc.to_dict()
+    given = sc.given_dict()
     out: dict = {}
     for r in recs:
         for k, v in r.changes.items():
             if k in ("options", "offload"):
                 out[k] = sorted(set(out.get(k, base.get(k, []))) | set(v))
             elif isinstance(v, dict):
-                cur = base.get(k)
+                cur = (given if k == "serving" else base).get(k)   # serving: re-derived
                 cur = cur if isinstance(cur, dict) else ({"default": cur} if cur else {})
                 diff = {kk: vv for kk, vv in v.items() if cur.get(kk) != vv}
                 old = out.get(k, dict(cur))
@@ -142,8 +144,7 @@ def _pool_len(ctx, sc2, est2, limit):
         return None
     mml = 1 << (tokens.bit_length() - 1)
     sv = sc2.serving.to_dict()
-    ch = {"serving": {**sv, "max_model_len": mml, "max_num_batched_tokens":
-                      max(2048, min(mml, 8192))}, "seq_len": min(sc2.seq_len, mml)}
+    ch = serving_change(sc2, "max_model_len", mml)
     try:
         sc3 = sc2.replace(**ch)
         est3 = estimate(sc3, ctx.dev, with_max_batch=False)
@@ -154,7 +155,7 @@ def _pool_len(ctx, sc2, est2, limit):
     lever = BY_ID["max-model-len"]
     return Recommendation(lever.id, f"max_model_len {sv['max_model_len']} -> {mml} (what the "
                           "KV pool holds)", {"serving": {"max_model_len": mml}, "seq_len":
-                                              ch["seq_len"]}, sc3, est3,
+                                              sc3.seq_len}, sc3, est3,
                           int(est2.device_used_bytes - est3.device_used_bytes),
                           C.of("job-change", gpus=sc3.parallel.gpus), how_for(lever), {}, 0,
                           lever)

@@ -15,14 +15,16 @@ from ..errors import ScenarioError, closest
 from ..readers import read_choice, read_json, read_obj
 from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
 from ..workloads.registry import unknown_lora_targets
-from .keys import BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, key, sub_names
+from . import keys as K
+from .keys import (BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, derive, key,
+                   sub_names)
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_precision, default_task, max_positions, model_given,
                     position_limit, positions_error, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
-__all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "check_lora_targets",
+__all__ = ["fields_of", "given_keys", "replace_dict", "read_precision", "read_lora", "check_lora_targets",
            "read_parallel",
            "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable",
            "refuse_non_neutral", "KNOWN"]
@@ -30,10 +32,33 @@ __all__ = ["fields_of", "replace_dict", "read_precision", "read_lora", "check_lo
 KNOWN = CONTRACT_KEYS + EXTRA_NAMES
 
 
+def _known() -> tuple[str, ...]:
+    """Every key name of the table, read when asked (a row added to the table is known)."""
+    return K.CONTRACT_KEYS + K.EXTRA_NAMES
+
+
+def given_keys(d: Any) -> frozenset:
+    """The keys a scenario dict gives (not None): top-level names, and `lora.rank` and the
+    like for the sub-keys of lora / parallel / serving given as objects or dotted."""
+    out = set()
+    for k, v in (d.items() if isinstance(d, dict) else ()):
+        if v is None or v == "":
+            continue
+        top = str(k).split(".")[0]
+        out.add(str(k) if top in _OBJECTS else top)
+        if top in _OBJECTS and isinstance(v, dict):
+            out.update(f"{top}.{s}" for s, x in v.items() if x is not None)
+    return frozenset(out)
+
+
+_OBJECTS = ("lora", "parallel", "serving")
+
+
 def check_known(d: dict) -> None:
+    known = _known()
     for k in d:
-        if k not in KNOWN:
-            hint = closest(str(k), list(KNOWN), 3)
+        if k not in known:
+            hint = closest(str(k), list(known), 3)
             raise ScenarioError(str(k), "unknown key" + (f"; did you mean {', '.join(hint)}?"
                                                         if hint else ""))
 
@@ -81,7 +106,7 @@ def task_of(d: dict, spec) -> str:
 def refuse_inapplicable(d: dict, task: str, family: str | None) -> None:
     """A key the task or model family does not take is refused (one that takes a neutral
     value elsewhere, such as optimizer 'none', is checked with its value)."""
-    for name in KNOWN:
+    for name in _known():
         k = BY_NAME[name]
         if (d.get(name) is not None and name not in ("model", "architecture")
                 and not k.has_neutral and not k.applies(task, family)):
@@ -184,28 +209,26 @@ def read_parallel(v: Any) -> ParallelConfig:
     return ParallelConfig(gpus=gpus, data=data, tensor=t, pipeline=p, context=c, zero=zero)
 
 
-def read_serving(v: Any, *, max_num_seqs: int, max_model_len: int) -> ServingConfig:
+def read_serving(v: Any, values: dict) -> ServingConfig:
+    """The engine: the serving.* values given, the others derived by their rows
+    (`keys.derive`) from them and from `values` (the given batch_size / seq_len, 'task',
+    '_positions')."""
     d = read_obj("serving", v, sub_names("serving"))
-    mml = _sub("serving", d, "max_model_len", max_model_len)
-    return ServingConfig(
-        gpu_memory_utilization=_sub("serving", d, "gpu_memory_utilization",
-                                    ServingConfig.gpu_memory_utilization),
-        max_num_seqs=_sub("serving", d, "max_num_seqs", max_num_seqs),
-        max_model_len=mml,
-        max_num_batched_tokens=_sub("serving", d, "max_num_batched_tokens",
-                                    max(2048, min(mml, 8192))),
-        kv_cache_dtype=_sub("serving", d, "kv_cache_dtype", ServingConfig.kv_cache_dtype),
-        cuda_graphs=_sub("serving", d, "cuda_graphs", ServingConfig.cuda_graphs))
+    got = {f"serving.{k}": _sub("serving", d, k, None) for k in sub_names("serving") if k in d}
+    full = derive({**values, **got})
+    return ServingConfig(**{k: full.get(f"serving.{k}", key(f"serving.{k}").default)
+                            for k in ServingConfig.KEYS})
 
 
-def _serve_fields(d: dict, f: dict, default_batch: int, maxpos: int | None, spec):
-    """serve's engine (ServingConfig) and its couplings: batch_size <-> max_num_seqs,
-    seq_len <-> max_model_len (each defaults to the other; `f` is updated), seq_len at most
-    max_model_len, max_model_len at most the model's positions."""
+def _serve_fields(d: dict, f: dict, maxpos: int | None, spec):
+    """serve's engine (ServingConfig) and its couplings (`keys.derive`: batch_size <->
+    max_num_seqs, seq_len <-> max_model_len; `f` is updated), seq_len at most max_model_len,
+    max_model_len at most the model's positions."""
     given_bs, given_sl = d.get("batch_size") is not None, d.get("seq_len") is not None
-    serving = read_serving(d.get("serving") or {},
-                           max_num_seqs=f["batch_size"] if given_bs else default_batch,
-                           max_model_len=f["seq_len"] if given_sl else (maxpos or 4096))
+    values = {"task": "serve", "_positions": maxpos,
+              "batch_size": f["batch_size"] if given_bs else None,
+              "seq_len": f["seq_len"] if given_sl else None}
+    serving = read_serving(d.get("serving") or {}, values)
     if not given_bs:
         f["batch_size"] = serving.max_num_seqs
     if not given_sl:
@@ -274,7 +297,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         f[name] = BY_NAME[name].read(d[name]) if d.get(name) is not None else ()
     f["serving"] = None
     if task == "serve":
-        f["serving"] = _serve_fields(d, f, defaults["batch_size"], maxpos, spec)
+        f["serving"] = _serve_fields(d, f, maxpos, spec)
     f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
     f["safety_margin"] = (BY_NAME["safety_margin"].read(d["safety_margin"])
                           if d.get("safety_margin") is not None else None)
@@ -284,6 +307,13 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     for name, v in EXTRA_DEFAULTS(task).items():
         if name not in extra and v is not None:
             extra[name] = v
+    for k in K.CONTRACT:   # a row no line above reads by name: its value, else its default
+        if k.name not in f:
+            v = d.get(k.name)
+            v = k.read(v) if v is not None else k.default_for(task) if k.applies(task, family) \
+                else None
+            if v is not None:
+                extra[k.name] = v
     f["extra"] = extra
     return f
 
@@ -314,7 +344,7 @@ def replace_dict(sc, changes: dict) -> dict:
     model) change drops values that were the old task's defaults or that the new task does
     not take (never the ones asked for)."""
     for k in changes:
-        if k not in KNOWN:
+        if k not in _known():
             raise ScenarioError(k, "unknown key")
     base = sc.to_dict()
     moved = "model" in changes or "architecture" in changes

@@ -20,21 +20,17 @@ from ..catalog import list_models
 from ..catalog.stacks import choices as stack_choices
 from ..errors import ScenarioError
 from ..hardware import default_db
-from ..readers import read_obj
 from ..vocab import TASKS, TRAINING_TASKS
-from .build import (check_known, fields_of, model_of, read_precision, refuse_inapplicable,
-                    refuse_non_neutral, task_of)
-from .keys import BY_NAME, CONTRACT, EXTRA, EXTRA_DEFAULTS, subkeys, sub_names
-from .model import Scenario
-from .resolve import resolve_gpu
+from .build import model_of
+from .collect import ScenarioErrors, fold
+from . import keys as K
+from .keys import BY_NAME, DERIVED, EXTRA_DEFAULTS, derive, subkeys
+from .model import Scenario, resolve
 from .schema import Key
 from .rules import (default_task, max_positions, model_given, offload_choices, option_choices,
                     position_limit, precisions_for, supported_tasks, task_defaults)
 
 __all__ = ["Field", "fields", "check", "normalise", "fold"]
-
-_OBJECTS = ("lora", "parallel", "serving")
-
 
 @dataclass(frozen=True)
 class Field:
@@ -50,25 +46,6 @@ class Field:
     doc: str
     min: float | None
     max: float | None
-
-
-def fold(draft: dict) -> dict:
-    """The draft as a scenario dict: dotted keys of lora / parallel / serving / precision into
-    their objects, None and "" dropped."""
-    items = [(str(k), v) for k, v in (draft or {}).items() if v is not None and v != ""]
-    out: dict = {k: v for k, v in items if "." not in k}
-    for k, v in items:
-        top, _, sub = k.partition(".")
-        if not sub:
-            continue
-        if top not in _OBJECTS + ("precision",):
-            out[k] = v                        # not a nested key: from_dict names it
-            continue
-        cur = out.get(top)
-        if not isinstance(cur, dict):
-            cur = {"default": cur} if top == "precision" and isinstance(cur, str) else {}
-        out[top] = {**cur, sub: v}
-    return out
 
 
 def _get(d: dict, name: str):
@@ -98,22 +75,20 @@ class _Draft:
     def defaults(self) -> dict:
         """{key: default} for this draft (dotted for nested keys)."""
         t, d = self.task, self.d
-        out = {k.name: k.default_for(t) for k in CONTRACT if k.default is not None}
+        out = {k.name: k.default_for(t) for k in K.CONTRACT if k.default is not None}
         gpu = d.get("gpu") if isinstance(d.get("gpu"), str) else None
         out.update({"task": t, **task_defaults(t, self.family, self.maxpos, gpu), **self.given})
         if self.family == "encoder-decoder" and t in TRAINING_TASKS + ("forward",):
             out["target_len"] = d.get("seq_len") or out.get("seq_len")
         for k in subkeys("lora") + subkeys("parallel") + subkeys("serving"):
             out[k.name] = k.default_for(t)
-        sv = d.get("serving") if isinstance(d.get("serving"), dict) else {}
-        if t == "serve":
-            out["batch_size"] = sv.get("max_num_seqs") or out["batch_size"]
-            out["seq_len"] = sv.get("max_model_len") or self.maxpos or 4096
-            mml = sv.get("max_model_len") or d.get("seq_len") or self.maxpos or 4096
-            out["serving.max_num_seqs"] = d.get("batch_size") or 256
-            out["serving.max_model_len"] = mml
-            out["serving.max_num_batched_tokens"] = (max(2048, min(mml, 8192))
-                                                     if isinstance(mml, int) else None)
+        # a derived key's default: what its row derives from the other values given
+        given = {k.name: _get(d, k.name) for k in DERIVED}
+        for k in DERIVED:
+            others = {x: v for x, v in given.items() if x != k.name and v is not None}
+            v = derive({"task": t, "_positions": self.maxpos, **others}).get(k.name)
+            if v is not None:
+                out[k.name] = v
         out.update(EXTRA_DEFAULTS(t))
         return out
 
@@ -166,7 +141,7 @@ def fields(draft: dict) -> list[Field]:
     s = _Draft(draft)
     dflt = s.defaults() if s.task else {}
     out = []
-    for top in CONTRACT + EXTRA:
+    for top in K.CONTRACT + K.EXTRA:
         for k in (subkeys(top.name) or (top,)):
             if not s.shows(k):
                 continue
@@ -179,59 +154,16 @@ def fields(draft: dict) -> list[Field]:
     return out
 
 
-def _message(exc: ScenarioError) -> str:
-    return str(exc).removeprefix(f"scenario key '{exc.key}': ")
-
-
 def check(draft: dict) -> dict[str, str]:
     """Every problem of the draft by key ({} when it makes a scenario): unknown keys, each
     value's type and range, keys the task or family does not take, then the rules between
-    keys (the first one found, as `Scenario.from_dict` reports it)."""
-    if not isinstance(draft, dict):
-        return {"scenario": f"must be a JSON object, got {type(draft).__name__}"}
-    d, errors = fold(draft), {}
-
-    def note(fn, *args):
-        try:
-            return fn(*args)
-        except ScenarioError as exc:
-            errors.setdefault(exc.key, _message(exc))
-            return None
-
-    for k in d:
-        note(check_known, {k: None})
-    known = {k: v for k, v in d.items() if k not in errors}
-    spec = task = None
-    got = note(model_of, known, None)
-    if got is not None:
-        spec = got[2]
-        task = note(task_of, known, spec)
-    family = spec.family if spec is not None else None
-    if task is not None:
-        for k in known:
-            note(refuse_inapplicable, {k: known[k]}, task, family)
-    for name, v in known.items():
-        if name in errors or name in ("model", "architecture", "task"):
-            continue
-        if name == "precision":
-            t = task or "forward"               # forward takes every precision
-            note(read_precision, v, t, task_defaults(t, family, None)["precision"])
-        elif name in _OBJECTS:
-            if note(read_obj, name, v, sub_names(name)) is not None:
-                for sub, sv in v.items():
-                    note(BY_NAME[f"{name}.{sub}"].read, sv)
-        elif name == "gpu":
-            note(resolve_gpu, v)
-        elif note(BY_NAME[name].read, v) is not None and task is not None:
-            note(refuse_non_neutral, name, BY_NAME[name].read(v), task, family)
-    if not errors:
-        note(fields_of, d)
-    return errors
+    keys (the first one found): the errors of `resolve`, the one pass."""
+    return normalise(draft)[1]
 
 
-def normalise(draft: dict) -> tuple[Scenario | None, dict[str, str]]:
-    """(the Scenario the draft makes, {}) or (None, every problem by key)."""
-    errors = check(draft)
-    if errors:
-        return None, errors
-    return Scenario.from_dict(fold(draft)), {}
+def normalise(draft: dict, gpu: str | None = None) -> tuple[Scenario | None, dict[str, str]]:
+    """(the Scenario the draft makes, {}) or (None, every problem by key): one `resolve`."""
+    try:
+        return resolve(draft, gpu), {}
+    except ScenarioErrors as exc:
+        return None, exc.by_key()

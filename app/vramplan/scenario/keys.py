@@ -21,7 +21,8 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
 from . import inference_keys as IK
-from .rules import OFFLOAD, OPTIONS, read_safety_margin
+from .rules import (OFFLOAD, OPTIONS, SERVE_MAX_MODEL_LEN, SERVE_MAX_NUM_SEQS,
+                    read_safety_margin, vllm_batched_tokens)
 from .schema import KINDS, NO_MODEL, Key
 
 LIMIT = 1 << 30              # sanity bound for counts (tokens, batch)
@@ -31,6 +32,12 @@ MODEL_TASKS = tuple(t for t in TASKS if t not in MODELLESS_TASKS)
 
 def _k(name, kind, label, doc, **kw) -> Key:
     return Key(name, kind, label, doc, **kw)
+
+
+def _follows(name):
+    """serve: the key follows `serving.<name>` (the couplings batch_size <-> max_num_seqs and
+    seq_len <-> max_model_len: each defaults to the other)."""
+    return lambda v: v.get(f"serving.{name}") if v.get("task") == "serve" else None
 
 
 _TR, _VI, _DI = TRANSFORMER_FAMILIES, VISION_FAMILIES, DIFFUSION_FAMILIES
@@ -50,12 +57,13 @@ CONTRACT = (
     _k("batch_size", "int", "Batch size", "micro-batch per GPU (sequences, images, frames or "
        "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
                                                      ("render", "array", "load")),
-       default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size"),
+       default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size",
+       derive=_follows("max_num_seqs")),
     _k("seq_len", "int", "Sequence length", "tokens per sequence; for generate the prompt",
        unit="tokens", lo=1, hi=LIMIT, families=_TR, where="transformer models",
        shown_tasks=TRAINING_TASKS + ("forward", "generate", "serve"),
        default_doc="min(2048, positions); generate: min(512, positions / 2); serve: "
-       "serving.max_model_len"),
+       "serving.max_model_len", derive=_follows("max_model_len")),
     _k("new_tokens", "int", "New tokens", "generate: tokens produced after the prompt",
        unit="tokens", lo=0, hi=LIMIT, families=_TR, tasks=("generate",),
        where="task 'generate'", default_doc="256"),
@@ -151,13 +159,16 @@ NESTED = (
        "memory the engine may take (weights, activations, KV pool)", lo=0, hi=1, lo_open=True,
        as_float=True, default=0.9, tasks=("serve",)),
     _k("serving.max_num_seqs", "int", "Max sequences", "concurrent requests", lo=1, hi=BIG,
-       tasks=("serve",), unit="requests", default_doc="batch_size, else 256"),
+       tasks=("serve",), unit="requests", default_doc="batch_size, else 256",
+       derive=lambda v: v.get("batch_size") or SERVE_MAX_NUM_SEQS),
     _k("serving.max_model_len", "int", "Max model length", "tokens per sequence the pool "
        "holds", lo=1, hi=1 << 24, unit="tokens", tasks=("serve",),
-       default_doc="seq_len, else the model's positions"),
+       default_doc="seq_len, else the model's positions",
+       derive=lambda v: v.get("seq_len") or v.get("_positions") or SERVE_MAX_MODEL_LEN),
     _k("serving.max_num_batched_tokens", "int", "Max batched tokens", "tokens in the engine's "
        "profile / prefill batch (sizes the activation peak)", lo=1, hi=1 << 24, unit="tokens",
-       tasks=("serve",), default_doc="max(2048, min(max_model_len, 8192))"),
+       tasks=("serve",), default_doc="max(2048, min(max_model_len, 8192))",
+       derive=lambda v: vllm_batched_tokens(v.get("serving.max_model_len"))),
     _k("serving.kv_cache_dtype", "choice", "KV cache dtype", "auto: the model's precision",
        choices=KV_CACHE_DTYPES, default="auto", tasks=("serve",)),
     _k("serving.cuda_graphs", "bool", "CUDA graphs", "captured decode graphs (their memory)",
@@ -256,6 +267,27 @@ def keys_for(task: str, family: str | None) -> tuple[Key, ...]:
     """The keys a scenario of this task and model family accepts (nested ones included)."""
     return tuple(k for k in KEYS if k.applies(task, family) and
                  (k.parent is None or BY_NAME[k.parent].applies(task, family)))
+
+
+DERIVED: tuple[Key, ...] = tuple(k for k in KEYS if k.derive is not None)
+
+
+def derive(values: dict) -> dict:
+    """`values` (dotted keys; 'task', '_positions') with every missing key whose row derives
+    it from others filled in, until nothing changes: the serving couplings (batch_size <->
+    serving.max_num_seqs, seq_len <-> serving.max_model_len: each defaults to the other)
+    and vLLM's max_num_batched_tokens. The one place these rules are written."""
+    out = dict(values)
+    for _ in range(len(DERIVED)):
+        moved = False
+        for k in DERIVED:
+            if out.get(k.name) is None:
+                v = k.derive(out)
+                if v is not None:
+                    out[k.name], moved = v, True
+        if not moved:
+            break
+    return out
 
 
 # ---- the workload-specific keys as plain tables --------------------------------------------

@@ -17,12 +17,14 @@ from typing import Any
 
 from ..vocab import TRAINING_TASKS
 from . import query as _query
-from .build import fields_of, replace_dict
-from .keys import CONTRACT_KEYS, EXTRA_NAMES
+from .build import given_keys, replace_dict
+from .collect import fold, resolved_fields
+from . import keys as K
+from .keys import EXTRA_NAMES
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_model
 
-__all__ = ["Scenario"]
+__all__ = ["Scenario", "resolve"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,17 @@ class Scenario:
     gpu: str | None = None
     safety_margin: float | int | None = None
     extra: dict = field(default_factory=dict)
+    # the keys the scenario was given (dotted for nested ones; `build.given_keys`), the others
+    # derived; None: built directly, every value counts as given
+    given: frozenset | None = field(default=None, compare=False, repr=False)
+
+    def __getattr__(self, name: str):
+        """A key of the table that no field above holds (a row added to the table) is read
+        from `extra`, like the workload keys."""
+        extra = self.__dict__.get("extra")
+        if extra is not None and name in extra:
+            return extra[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __hash__(self) -> int:
         return hash(json.dumps(self.to_dict(), sort_keys=True))
@@ -63,13 +76,14 @@ class Scenario:
     @classmethod
     def from_dict(cls, d: Any, *, base_dir: str | Path | None = None) -> "Scenario":
         """Validate and normalise a scenario dict (see module docstring)."""
-        return cls(**fields_of(d, base_dir=Path(base_dir) if base_dir else None))
+        return cls(**resolved_fields(d, base_dir=Path(base_dir) if base_dir else None),
+                   given=given_keys(d))
 
     def to_dict(self) -> dict:
         """Normalised JSON: contract keys in contract order, None omitted, extra keys last."""
         out: dict[str, Any] = {}
-        for k in CONTRACT_KEYS:
-            v = getattr(self, k)
+        for k in K.CONTRACT_KEYS:
+            v = getattr(self, k, None)
             if v is None:
                 continue
             if isinstance(v, (LoraConfig, ParallelConfig, ServingConfig)):
@@ -98,7 +112,28 @@ class Scenario:
         """A re-validated copy with `changes` applied (keys as in from_dict). When the task
         changes, values that were the old task's defaults, or that the new task does not take,
         are dropped and re-defaulted."""
-        return type(self).from_dict(replace_dict(self, changes))
+        merged = replace_dict(self, changes)
+        sc = type(self).from_dict(merged)
+        was = self.given if self.given is not None else given_keys(self.to_dict())
+        now = {k for k in was if k.split(".")[0] in merged and k.split(".")[0] not in changes}
+        object.__setattr__(sc, "given", frozenset(now | given_keys(changes)))
+        return sc
+
+    def given_dict(self) -> dict:
+        """The values given (objects holding their given sub-keys only); everything when the
+        scenario was built directly."""
+        d = self.to_dict()
+        if self.given is None:
+            return d
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict) and k in ("lora", "parallel", "serving"):
+                sub = {s: x for s, x in v.items() if f"{k}.{s}" in self.given}
+                if sub or k in self.given:
+                    out[k] = sub
+            elif k in self.given:
+                out[k] = v
+        return out
 
     # -- reading --
     @functools.cached_property
@@ -123,3 +158,16 @@ class Scenario:
         if isinstance(self.precision, str):
             return self.precision
         return self.precision.get(component, self.precision["default"])
+
+
+def resolve(given: Any, gpu: str | None = None, *, base_dir: str | Path | None = None) -> Scenario:
+    """The one pass: the Scenario of the values `given` (a scenario dict, or a draft with
+    dotted nested keys; None and "" are not given) on `gpu` (when given, it replaces the
+    dict's), every other value derived from the key table's rows (defaults, the serving
+    couplings, vLLM's max_num_batched_tokens, precision by GPU, seq_len by the model's
+    positions, the model's own sizes). Raises `ScenarioErrors` naming every problem; the
+    Scenario remembers which keys were given (`Scenario.given`)."""
+    d = fold(given) if isinstance(given, dict) else given
+    if gpu is not None and isinstance(d, dict):
+        d = {**d, "gpu": gpu}
+    return Scenario.from_dict(d, base_dir=base_dir)

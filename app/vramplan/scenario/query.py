@@ -8,8 +8,9 @@ Form (documented in docs/scenario.md):
 - `architecture` as compact JSON (a config.json is free-form);
 - workload-specific keys: scalars as text, lists/objects as JSON.
 
-`to_query` is compact: it writes only what differs from the same model, task and GPU with every
-default, then checks that the string parses back to the same scenario and adds keys until it
+`to_query` is compact: it writes only the keys given (`Scenario.given`; a value derived from
+them, such as serve's serving.max_num_seqs from batch_size, is derived again when the link is
+read) that differ from the same model, task and GPU with every default, then checks that the string parses back to the same scenario and adds keys until it
 does.
 """
 from __future__ import annotations
@@ -20,14 +21,32 @@ from urllib.parse import parse_qsl, urlencode
 
 from .. import safejson
 from ..errors import ScenarioError, VramplanError
-from .keys import EXTRA_NAMES, KEYS
+from .keys import BY_NAME, EXTRA_NAMES, KEYS
 
 MAX_QUERY_CHARS = 100_000   # a config.json in a link is ~1-10 kB; browsers cap URLs near 64 kB
 
 
-def _of(*kinds: str) -> frozenset[str]:
-    """Names of the contract and nested keys of these kinds (workload keys travel as JSON)."""
-    return frozenset(k.name for k in KEYS if k.kind in kinds and not k.extra)
+class _Of:
+    """The contract and nested keys of these kinds (workload keys travel as JSON), read from
+    the key table when asked (a row added to the table is read like the others)."""
+
+    def __init__(self, *kinds: str):
+        self.kinds = kinds
+
+    def __contains__(self, name) -> bool:
+        k = BY_NAME.get(name)
+        return k is not None and k.kind in self.kinds and not k.extra
+
+    def names(self) -> frozenset[str]:
+        return frozenset(n for n in BY_NAME if n in self)
+
+    def __eq__(self, other) -> bool:
+        return self.names() == other
+
+    __hash__ = None
+
+
+_of = _Of
 
 
 _INT = _of("int")
@@ -82,7 +101,9 @@ def to_query(sc) -> str:
         base = Scenario.from_dict(seed).to_dict()
     except ScenarioError:
         base = {}
-    compact = {**seed, **_diff(full, base)}
+    # the keys given (not the ones derived from them), less those equal to the defaults
+    given = sc.given_dict() if getattr(sc, "given", None) is not None else full
+    compact = {**seed, **_diff(given, base)}
     for _ in range(len(full) + 1):
         q = urlencode(_flat(compact, extra_names))
         try:

@@ -78,6 +78,19 @@ SEQ_LEN_TRAIN = 2048       # train / lora / qlora / forward, capped at the model
 SEQ_LEN_PROMPT = 512       # generate: prompt tokens
 NEW_TOKENS = 256           # generate
 SERVE_MAX_NUM_SEQS = 256   # vLLM default
+SERVE_MAX_MODEL_LEN = 4096  # serve without a seq_len on a model whose positions are not known
+
+
+def vllm_batched_tokens(max_model_len):
+    """vLLM's default max_num_batched_tokens under chunked prefill (always on in the V1
+    engine): the usage context's default (2048 for the API server) raised to at least the
+    2048 floor and at most 8192, and never above what one max_model_len request holds:
+    max(2048, min(max_model_len, 8192)). The non-chunked path, max(max_model_len, 2048)
+    (vllm/config SchedulerConfig: `max(self.max_model_len, DEFAULT_MAX_NUM_BATCHED_TOKENS)`),
+    is V0 only and not used here. None while max_model_len is not a number (a draft)."""
+    if not isinstance(max_model_len, int) or isinstance(max_model_len, bool):
+        return None
+    return max(2048, min(max_model_len, 8192))
 
 
 def default_precision(task: str, gpu: str | None = None) -> str:

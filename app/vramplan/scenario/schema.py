@@ -26,7 +26,9 @@ class Key:
     """One scenario key. `tasks` / `families` (None: all; NO_MODEL: the model-less tasks) say
     where it is accepted (elsewhere it is refused, unless it holds `neutral`); `shown_tasks` /
     `shown_families` narrow that to where a workload reads it (the form's fields);
-    `model_given`: the model's family decides its default (shown where it does)."""
+    `model_given`: the model's family decides its default (shown where it does); `derive`:
+    the default computed from the other values (dotted keys, plus 'task' and '_positions',
+    the model's positions), None where this row does not derive it (`keys.derive`)."""
     name: str
     kind: str
     label: str
@@ -52,6 +54,7 @@ class Key:
     as_float: bool = False
     fold_case: bool = False
     flag: str | None = None
+    derive: Callable[[dict], Any] | None = None
 
     @property
     def parent(self) -> str | None:

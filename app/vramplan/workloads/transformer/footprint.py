@@ -15,7 +15,7 @@ from ...errors import ScenarioError
 from ...hardware.capabilities import compute_dtype, plan_warnings
 from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
-from ...scenario.rules import max_positions
+from ...scenario.rules import max_positions, vllm_batched_tokens
 from ..base import Footprint
 from . import (encdec, engine, formats, layer_types, mixer_activations, offload_inference,
                speculative, traffic)
@@ -337,7 +337,7 @@ class _Ctx(Training, StackHooks):
         a, sv = self.arch, self.sc.serving
         util = sv.gpu_memory_utilization if sv else 0.9
         mml = sv.max_model_len if sv else self.s
-        nbt = sv.max_num_batched_tokens if sv else max(2048, mml)
+        nbt = sv.max_num_batched_tokens if sv else vllm_batched_tokens(mml)
         seqs = sv.max_num_seqs if sv else self.b
         w = self.base_weight_bytes()
         # profile run: one forward of max_num_batched_tokens tokens (no KV yet) + the sampler's
