@@ -127,6 +127,18 @@ def _title(rec: Mapping[str, Any], lang: str) -> str:
     return str(rec.get("title") or rec.get("id") or _t("change", lang))
 
 
+def _unpriced_row(recs: list, at: int, to: int, plan: Any, lang: str) -> dict:
+    """One bar for a plan's steps without a saving of their own, from `at` to `to`, named by
+    their titles; their costs, else the plan's when it is the only such step."""
+    cost = [cost_label(r.get("cost"), lang) for r in recs if r.get("cost")]
+    if not cost and len(recs) == 1 and isinstance(plan, Mapping):
+        cost = [cost_label(plan.get("cost"), lang)]
+    return {"step": " + ".join(_title(r, lang) for r in recs),
+            "kind": "saving" if to <= at else "increase", "from": at, "to": to,
+            "cost": " · ".join(c for c in cost if c),
+            "id": "+".join(str(r.get("id")) for r in recs)}
+
+
 def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                    usable_bytes: int | None = None, estimate: Any = None, plan: Any = None,
                    until_fits: bool = True, lang: str = "en") -> list[dict]:
@@ -165,15 +177,9 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                      "id": rec.get("id")})
         at = new
     if unpriced:                       # named: the plan's own estimate less the steps above
-        to = plan_used if plan_used is not None else at
-        cost = [cost_label(r.get("cost"), lang) for r in unpriced if r.get("cost")]
-        if not cost and len(unpriced) == 1 and isinstance(plan, Mapping):
-            cost = [cost_label(plan.get("cost"), lang)]
-        rows.append({"step": " + ".join(_title(r, lang) for r in unpriced),
-                     "kind": "saving" if to <= at else "increase", "from": at, "to": to,
-                     "cost": " · ".join(c for c in cost if c),
-                     "id": "+".join(str(r.get("id")) for r in unpriced)})
-        at = to
+        rows.append(_unpriced_row(unpriced, at, plan_used if plan_used is not None else at,
+                                  plan, lang))
+        at = rows[-1]["to"]
     if plan_used is not None and plan_used != at:
         rows.append({"step": _t("Combined effect", lang), "kind": "combined", "from": at,
                      "to": plan_used, "cost": _t("the plan's own estimate", lang),
