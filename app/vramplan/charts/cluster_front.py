@@ -69,8 +69,8 @@ def cluster_front_chart(front: Iterable[Any], *, gpus_now: int | None = None,
             now.mark_text(align="left", baseline="top", dx=4, dy=2, color=theme.LIMIT_COLOR
                           ).encode(x="gpus:Q", y=alt.value(0), text="text:N")]
     return theme.finish(alt.layer(*layers), title_text=t("GPUs needed against step time"),
-                        subtitle=t("click a point to apply that layout, fewest GPUs on the "
-                                   "left"), width=width, height=height)
+                        subtitle=t("click a point to apply that layout"), width=width,
+                        height=height)
 
 
 def picked_front(selection: Any) -> list[int]:
