@@ -37,7 +37,6 @@ CORE_OVER = {
     "report/html.py:to_html",
     "scenario/build.py:fields_of",
     "workloads/diffusion/footprint.py:_training",
-    "workloads/vision/liveness.py:liveness",
 }
 
 

@@ -42,14 +42,8 @@ def effective_savers(g, checkpoint: bool) -> tuple[dict, dict]:
     return savers, recompute
 
 
-def liveness(g, outputs: list | None, checkpoint: bool) -> "Curves":
-    """The Curves of graph `g` keeping `outputs` to the end (the loss, kept tensors);
-    `checkpoint`: torch.utils.checkpoint around every block."""
-    import numpy as np
-    n = len(g.ops)
-    outs = set(id(t) for t in (outputs or []))
-    savers, recompute = effective_savers(g, checkpoint and g.training)
-    # per storage: [per-sample bytes, const bytes, first producer, last use, backward free]
+def _storages(g, outs: set, savers: dict, n: int) -> dict:
+    """Per storage: [per-sample bytes, const bytes, first producer, last use, backward free]."""
     st: dict[int, list] = {}
     for t in g.tensors:
         b = t.numel * DTYPE_BYTES[t.dtype]
@@ -62,8 +56,22 @@ def liveness(g, outputs: list | None, checkpoint: bool) -> "Curves":
         s[3] = max(s[3], min(last, n))
         if savers[id(t)] and g.training:
             s[4] = min(s[4], min(savers[id(t)]))
+    return st
+
+
+def _bytes_row(t):
+    """A tensor's bytes as the (per-sample, constant) pair."""
+    import numpy as np
+    return np.array([t.numel * DTYPE_BYTES[t.dtype], 0]) if t.batched else \
+        np.array([0, t.numel * DTYPE_BYTES[t.dtype]])
+
+
+def _activation_events(st: dict, n: int) -> tuple:
+    """(forward, inference, backward) allocation / free events per op of the storages, the
+    bytes saved for backward and the largest storage."""
+    import numpy as np
     z = lambda: np.zeros((2, n + 2))  # noqa: E731  rows: per-sample, constant
-    fwd, inf, bwd, grd = z(), z(), z(), z()
+    fwd, inf, bwd = z(), z(), z()
     saved = np.zeros(2)
     largest = np.zeros(2)
     for pb, cb, lo, end, free in st.values():
@@ -78,22 +86,45 @@ def liveness(g, outputs: list | None, checkpoint: bool) -> "Curves":
         else:
             fwd[:, lo] += v
             fwd[:, end + 1] -= v
+    return fwd, inf, bwd, saved, largest
+
+
+def _recomputed_events(g, recompute: dict, bwd) -> None:
+    """Recomputed block internals (checkpointing), alive during their block's backward."""
     seen = set()
     for t in g.tensors:              # recomputed block internals, during its backward
         if id(t) in recompute and t.storage not in seen:
             seen.add(t.storage)
             bs, be = recompute[id(t)]
-            v = np.array([t.numel * DTYPE_BYTES[t.dtype], 0]) if t.batched else \
-                np.array([0, t.numel * DTYPE_BYTES[t.dtype]])
+            v = _bytes_row(t)
             bwd[:, bs] += v
             bwd[:, be] -= v
+
+
+def _gradient_events(g, outs: set, n: int):
+    """Activation gradients: from the backward of a tensor's last consumer to its producer's."""
+    import numpy as np
+    grd = np.zeros((2, n + 2))
     for t in g.tensors:
         if g.training and t.requires_grad and t.producer >= 0:
             hi = n - 1 if (id(t) in outs or not t.consumers) else min(max(t.consumers), n - 1)
-            v = np.array([t.numel * DTYPE_BYTES[t.dtype], 0]) if t.batched else \
-                np.array([0, t.numel * DTYPE_BYTES[t.dtype]])
+            v = _bytes_row(t)
             grd[:, t.producer] += v
             grd[:, hi + 1] -= v
+    return grd
+
+
+def liveness(g, outputs: list | None, checkpoint: bool) -> "Curves":
+    """The Curves of graph `g` keeping `outputs` to the end (the loss, kept tensors);
+    `checkpoint`: torch.utils.checkpoint around every block."""
+    import numpy as np
+    n = len(g.ops)
+    outs = set(id(t) for t in (outputs or []))
+    savers, recompute = effective_savers(g, checkpoint and g.training)
+    st = _storages(g, outs, savers, n)
+    fwd, inf, bwd, saved, largest = _activation_events(st, n)
+    _recomputed_events(g, recompute, bwd)
+    grd = _gradient_events(g, outs, n)
     c = Curves()
     c.forward = np.cumsum(fwd, axis=1)[:, : n + 1]
     c.inference = np.cumsum(inf, axis=1)[:, : n + 1]
