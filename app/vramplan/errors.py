@@ -15,6 +15,7 @@ class ScenarioError(VramplanError, ValueError):
 
     def __init__(self, key: str, message: str):
         self.key = key
+        self.message = message          # the text without the key (a form shows it by the key)
         super().__init__(f"scenario key '{key}': {message}")
 
 

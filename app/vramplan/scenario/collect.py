@@ -49,7 +49,7 @@ def message_of(exc: ScenarioError) -> str:
     """A ScenarioError's message without its "scenario key 'k': " prefix."""
     if isinstance(exc, ScenarioErrors):
         return exc.errors[0][1]
-    return str(exc).removeprefix(f"scenario key '{exc.key}': ")
+    return getattr(exc, "message", None) or str(exc).removeprefix(f"scenario key '{exc.key}': ")
 
 
 def fold(draft: dict) -> dict:

@@ -130,7 +130,7 @@ def draft_from_query(qs: str) -> tuple[dict, dict]:
         try:
             d = parse_query(urlencode([(k, s)]), EXTRA_NAMES)
         except VramplanError as exc:
-            bad[getattr(exc, "key", k)] = str(exc).removeprefix(f"scenario key '{k}': ")
+            bad[getattr(exc, "key", k)] = getattr(exc, "message", None) or str(exc)
             draft[k] = s
             continue
         top, _, sub = k.partition(".")

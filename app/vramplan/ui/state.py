@@ -22,7 +22,7 @@ from ..catalog import get_model
 from ..errors import UnknownIdError, VramplanError
 from ..estimate import estimate as run_estimate
 from ..hardware import default_db
-from ..scenario import Scenario, resolve
+from ..scenario import Scenario, ScenarioErrors, resolve
 from ..scenario import form
 from ..scenario.keys import BY_NAME
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
@@ -387,9 +387,10 @@ class PlanState:
         if not errors and self.device is not None:
             try:
                 sc, est = self._estimate(self.draft)
-            except VramplanError as exc:
-                errors[getattr(exc, "key", "") or ""] = str(exc).removeprefix(
-                    f"scenario key '{getattr(exc, 'key', '')}': ")
+            except VramplanError as exc:    # each problem by its key, the key not repeated
+                errors.update(exc.by_key() if isinstance(exc, ScenarioErrors) else
+                              {getattr(exc, "key", "") or "": getattr(exc, "message", None)
+                               or str(exc)})
             except Exception as exc:  # an estimator bug must not take the page down
                 errors[""] = f"The estimate failed: {type(exc).__name__}: {exc}"
         elif self.device is None:
