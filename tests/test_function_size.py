@@ -28,8 +28,6 @@ CORE_OVER = {
     "charts/memory_curve.py:memory_curve_chart",
     "charts/trace_timeline.py:trace_timeline_chart",
     "charts/waterfall.py:waterfall_rows",
-    "hardware/load.py:_device",
-    "hardware/load.py:build",
     "measure/live/cuda.py:measure",
     "measure/tracing/hf.py:hf_job",
     "measure/tracing/plan.py:run_plan",

@@ -106,6 +106,16 @@ def _check_table(raw: Any, spec: dict, file: str, dev: str | None, prefix: str =
 
 def build(files: list[tuple[str, dict, bool]]) -> tuple:
     """Parsed files -> (devices, systems, sources, reference_diffs, file labels)."""
+    sources, raw_devices, raw_systems, fractions, diffs, generations = _read_tables(files)
+    devices = _devices(raw_devices, sources, fractions, generations)
+    systems = _systems(raw_systems, devices, sources)
+    return (list(devices.values()), list(systems.values()), sources, diffs,
+                      [f for f, _, _ in files])
+
+
+def _read_tables(files: list[tuple[str, dict, bool]]) -> tuple:
+    """Every file's tables, checked field by field: (sources, raw devices, raw systems,
+    bandwidth fractions, reference diffs, generations)."""
     sources: dict[str, Source] = {}
     raw_devices, raw_systems, fractions, diffs, generations = [], [], {}, [], {}
     for file, data, user in files:
@@ -134,7 +144,12 @@ def build(files: list[tuple[str, dict, bool]]) -> tuple:
         _require_sources(f["sources"], sources, file, f["memory_type"], "sources")
     for g, file in generations.values():
         _require_sources(g["sources"], sources, file, g["compute_capability"], "sources")
+    return sources, raw_devices, raw_systems, fractions, diffs, generations
 
+
+def _devices(raw_devices: list, sources: dict, fractions: dict, generations: dict) -> dict:
+    """{id: Device}: each [[device]] built, a user file's override replacing a built-in one;
+    ids, names and aliases unique."""
     devices: dict[str, Device] = {}
     names: dict[str, tuple[str, str]] = {}     # squashed name -> (device id, file)
     for file, raw, user in raw_devices:
@@ -154,6 +169,11 @@ def build(files: list[tuple[str, dict, bool]]) -> tuple:
                                 f"'{names[key][0]}' ({names[key][1]})")
             names[key] = (dev.id, file)
         devices[dev.id] = dev
+    return devices
+
+
+def _systems(raw_systems: list, devices: dict, sources: dict) -> dict:
+    """{id: System} of the [[system]] tables (their GPU a known device)."""
     systems: dict[str, System] = {}
     for file, raw, user in raw_systems:
         s = _check_table(raw, SYSTEM_FIELDS, file, raw.get("id"))
@@ -172,8 +192,7 @@ def build(files: list[tuple[str, dict, bool]]) -> tuple:
             link=s["link"], link_gbs_per_direction=float(s["link_gbs_per_direction"]),
             switch_chips=s.get("switch_chips"), host_memory_bytes=s.get("host_memory"),
             scaleout=s.get("scaleout"), note=s.get("note"), sources=srcs, file=file)
-    return (list(devices.values()), list(systems.values()), sources, diffs,
-                      [f for f, _, _ in files])
+    return systems
 
 
 def _tables(data: dict, key: str, file: str) -> list:
@@ -206,18 +225,7 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
         raise HwdbError(file, did, "memory_type", f"{t['memory_type']!r} is not one of "
                                                   f"{', '.join(MEMORY_TYPES)}")
     srcs = _require_sources(t["sources"], sources, file, did, "sources")
-    fsrc: dict[str, tuple[str, ...]] = {}
-    for fname, ids in t.get("field_sources", {}).items():
-        head, _, tail = fname.partition(".")
-        present = head in t and (not tail or (isinstance(t[head], dict) and tail in t[head]))
-        if not present:
-            raise HwdbError(file, did, f"field_sources.{fname}", "names no value of this device")
-        _require_sources(ids, sources, file, did, f"field_sources.{fname}")
-        fsrc[fname] = tuple([ids] if isinstance(ids, str) else ids)
-    for fname in OWN_SOURCE_FIELDS:
-        if fname in t and fname not in fsrc:
-            raise HwdbError(file, did, fname, "value without source: no datasheet states it, so "
-                                              "field_sources must name where it comes from")
+    fsrc = _field_sources(t, file, did, sources)
     _check_consistency(t, file, did)
     usable = _usable_memory(t, file, did)
     cc = t.get("compute_capability")
@@ -225,19 +233,9 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
         raise HwdbError(file, did, "compute_capability", f"{cc!r} is not like '8.0'")
     if t["vendor"] == "NVIDIA" and cc is None:
         raise HwdbError(file, did, "compute_capability", "missing for an NVIDIA device")
-    frac, frac_note = t.get("achievable_bandwidth_fraction"), t.get("achievable_bandwidth_note")
-    if frac is None:
-        f = fractions.get(t["memory_type"])
-        if f is None:
-            raise HwdbError(file, did, "achievable_bandwidth_fraction",
-                            f"no value and no default for memory type {t['memory_type']!r}")
-        frac, frac_note = f[0]["fraction"], frac_note or f[0]["note"]
+    frac, frac_note = _bandwidth_fraction(t, file, did, fractions)
     hier = t.get("hierarchy", {})
-    gen = generations.get(cc)
-    if t["vendor"] == "NVIDIA" and cc is not None and gen is None:
-        raise HwdbError(file, did, "compute_capability",
-                        f"{cc} has no [[generation]] table (max_threads_per_sm, with a source): "
-                        f"add one to the database")
+    gen = _generation(t, file, did, cc, generations)
     caps = {c: gen[0][c] for c in CAPABILITIES if gen and c in gen[0]}
     return Device(
         max_threads_per_sm=gen[0]["max_threads_per_sm"] if gen else None, capabilities=caps,
@@ -257,6 +255,46 @@ def _device(raw: dict, file: str, sources: dict, fractions: dict, generations: d
         form_factor=t["form_factor"], unified_memory=t.get("unified_memory", False),
         note=t.get("note"), aliases=tuple(t.get("aliases", ())), sources=srcs,
         field_sources=fsrc, file=file)
+
+
+def _field_sources(t: dict, file: str, did: str, sources: dict) -> dict:
+    """{field: source ids} of a device's field_sources, each naming a value it has; a field
+    no datasheet states (OWN_SOURCE_FIELDS) must have one."""
+    fsrc: dict[str, tuple[str, ...]] = {}
+    for fname, ids in t.get("field_sources", {}).items():
+        head, _, tail = fname.partition(".")
+        present = head in t and (not tail or (isinstance(t[head], dict) and tail in t[head]))
+        if not present:
+            raise HwdbError(file, did, f"field_sources.{fname}", "names no value of this device")
+        _require_sources(ids, sources, file, did, f"field_sources.{fname}")
+        fsrc[fname] = tuple([ids] if isinstance(ids, str) else ids)
+    for fname in OWN_SOURCE_FIELDS:
+        if fname in t and fname not in fsrc:
+            raise HwdbError(file, did, fname, "value without source: no datasheet states it, so "
+                                              "field_sources must name where it comes from")
+    return fsrc
+
+
+def _bandwidth_fraction(t: dict, file: str, did: str, fractions: dict) -> tuple:
+    """(achievable bandwidth fraction, its note): the device's own, else its memory type's."""
+    frac, frac_note = t.get("achievable_bandwidth_fraction"), t.get("achievable_bandwidth_note")
+    if frac is None:
+        f = fractions.get(t["memory_type"])
+        if f is None:
+            raise HwdbError(file, did, "achievable_bandwidth_fraction",
+                            f"no value and no default for memory type {t['memory_type']!r}")
+        frac, frac_note = f[0]["fraction"], frac_note or f[0]["note"]
+    return frac, frac_note
+
+
+def _generation(t: dict, file: str, did: str, cc, generations: dict):
+    """The [[generation]] entry of the device's compute capability (required for NVIDIA)."""
+    gen = generations.get(cc)
+    if t["vendor"] == "NVIDIA" and cc is not None and gen is None:
+        raise HwdbError(file, did, "compute_capability",
+                        f"{cc} has no [[generation]] table (max_threads_per_sm, with a source): "
+                        f"add one to the database")
+    return gen
 
 
 def _usable_memory(t: dict, file: str, did: str) -> int | None:
