@@ -32,7 +32,6 @@ CORE_OVER = {
     "measure/tracing/hf.py:hf_job",
     "measure/tracing/plan.py:run_plan",
     "measure/tracing/runner.py:run_job",
-    "report/html.py:to_html",
     "scenario/build.py:fields_of",
     "workloads/diffusion/footprint.py:_training",
 }

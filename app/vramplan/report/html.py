@@ -56,31 +56,10 @@ def _figure(svgs: dict, key: str) -> str:
     return f"<figure class='vp-{key}'>{svgs[key]}</figure>" if key in svgs else ""
 
 
-def to_html(r: Report, svgs: list[tuple[str, str]] | None = None) -> str:
-    """The page; `svgs`: (key, SVG) from `svg.charts(r)` (None: rendered here)."""
-    if svgs is None:
-        from .svg import charts
-        svgs = charts(r)
-    S, L = dict(svgs), r.lang
-    parts = [f"<h1>{_e(r.title)}</h1>",
-             f"<p class='verdict {'fits' if r.fits else 'nofit'}'>{_e(r.verdict)}</p>"]
-    if r.query:
-        parts.append(f"<p class='muted'>{_e(tr('Link to this plan:', L))} "
-                     f"<code>?{_e(r.query)}</code></p>")
-    parts += [f"<h2>{_e(tr('Figures', L))}</h2>",
-              _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures], {1})]
-    head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)
-    if rows:
-        parts += [f"<h2>{_e(tr('Memory per rank', L))}</h2>",
-                  _table(head, rows, {2, 4, 5, 6})]
-    if r.breakdown:
-        parts += [f"<h2>{_e(tr('Memory at the peak by component', L))}</h2>",
-                  _figure(S, "breakdown"),
-                  _table([tr("Component", L), tr("Size", L), tr("Share", L)],
-                         [[b["label"], b["size"], b["share"]] for b in r.breakdown], {1, 2})]
-    if "bandwidth" in S or "phases" in S:
-        parts += [f"<h2>{_e(tr('Bandwidth, time and phases', L))}</h2>",
-                  _figure(S, "bandwidth"), _figure(S, "phases")]
+def _advice(r: Report, S: dict, L: str) -> list[str]:
+    """The advice section: the savings chart, the plans that fit, the recommendations and how
+    to switch each on, the room to grow."""
+    parts = []
     parts.append(f"<h2>{_e(tr('Advice', L))}</h2>")
     parts.append(_figure(S, "savings"))
     if r.plans:
@@ -106,6 +85,35 @@ def to_html(r: Report, svgs: list[tuple[str, str]] | None = None) -> str:
         parts.append(f"<p>{_e(tr('Room to grow on this GPU: {what}.', L, what=', '.join(r.growth)))}</p>")
     if not (r.plans or r.recommendations or r.growth):
         parts.append(f"<p class='muted'>{_e(tr('No advice was asked for or found for this plan.', L))}</p>")
+    return parts
+
+
+def to_html(r: Report, svgs: list[tuple[str, str]] | None = None) -> str:
+    """The page; `svgs`: (key, SVG) from `svg.charts(r)` (None: rendered here)."""
+    if svgs is None:
+        from .svg import charts
+        svgs = charts(r)
+    S, L = dict(svgs), r.lang
+    parts = [f"<h1>{_e(r.title)}</h1>",
+             f"<p class='verdict {'fits' if r.fits else 'nofit'}'>{_e(r.verdict)}</p>"]
+    if r.query:
+        parts.append(f"<p class='muted'>{_e(tr('Link to this plan:', L))} "
+                     f"<code>?{_e(r.query)}</code></p>")
+    parts += [f"<h2>{_e(tr('Figures', L))}</h2>",
+              _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures], {1})]
+    head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)
+    if rows:
+        parts += [f"<h2>{_e(tr('Memory per rank', L))}</h2>",
+                  _table(head, rows, {2, 4, 5, 6})]
+    if r.breakdown:
+        parts += [f"<h2>{_e(tr('Memory at the peak by component', L))}</h2>",
+                  _figure(S, "breakdown"),
+                  _table([tr("Component", L), tr("Size", L), tr("Share", L)],
+                         [[b["label"], b["size"], b["share"]] for b in r.breakdown], {1, 2})]
+    if "bandwidth" in S or "phases" in S:
+        parts += [f"<h2>{_e(tr('Bandwidth, time and phases', L))}</h2>",
+                  _figure(S, "bandwidth"), _figure(S, "phases")]
+    parts += _advice(r, S, L)
     if r.assumptions:
         parts += [f"<h2>{_e(tr('Assumptions', L))}</h2><ul>" +
                   "".join(f"<li>{_e(a)}</li>" for a in r.assumptions) + "</ul>"]
