@@ -58,10 +58,17 @@ clean:
 # the URL it prints.
 # The lab extra is installed once. JupyterLab's news feed, update check and PyPI extension
 # manager are off, so nothing leaves the machine (tests/browser/test_paths.py checks it).
+# news_url=None stops the feed but not JupyterLab 4's "Would you like to get notified about
+# official Jupyter news?" toast: the announcements plugin asks while the setting
+# @jupyterlab/apputils-extension:notification fetchNews is "none" (its default), whatever the
+# server's news_url (jupyterlab packages/apputils-extension/src/announcements.ts; docs
+# user/announcements.rst: set fetchNews "false" in overrides.json). notebooks/lab-settings/
+# holds that overrides.json, read as the app settings folder (a fresh venv has none of its own).
 .PHONY: lab
 LAB_PORT ?= 8888
 LAB_STAMP := $(VENV)/.installed-lab
 LAB_ARGS = --ip=$(IP) --port=$(LAB_PORT) --no-browser --LabApp.news_url=None \
+	--LabApp.app_settings_dir=$(CURDIR)/notebooks/lab-settings \
 	--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate \
 	--LabApp.extension_manager=readonly $(if $(filter 0,$(shell id -u)),--allow-root)
 

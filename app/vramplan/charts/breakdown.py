@@ -95,12 +95,15 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
         layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],
                                           y=-8, y2=height + 4).encode(
             x=alt.X("usable_gib:Q"), tooltip=[alt.Tooltip("text:N", title=gettext("Limit", lang))]))
-        # the label sits on the side of the line with room (inside the plot either way)
+        # the label sits on the side of the line with room (inside the plot either way); in
+        # a narrow chart (a phone) it starts at the plot's left edge, where it fits whole
         left = usable_bytes / GiB < x_max * 0.5
-        layers.append(rule_base.mark_text(align="left" if left else "right",
-                                          dx=4 if left else -4, y=-8, baseline="bottom",
-                                          fontSize=11, color=color).encode(
-            x="usable_gib:Q", text="text:N"))
+        narrow = f"width < {theme.NARROW}"
+        at_line = f"scale('x', {line['usable_gib']})"
+        layers.append(rule_base.mark_text(
+            align={"expr": f"{narrow} ? 'left' : '{'left' if left else 'right'}'"},
+            x={"expr": f"{narrow} ? 0 : {at_line} + {4 if left else -4}"},
+            y=-8, baseline="bottom", fontSize=11, color=color).encode(text="text:N"))
     return (
         alt.layer(*layers)
         .properties(width=width, height=height, padding={"top": 18, "left": 4, "right": 8})

@@ -15,6 +15,7 @@ altair at import time): `gib`, `finite`, `clean_rows`, `spec_rows`.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable, Mapping
 
 from .. import vocab
@@ -158,10 +159,50 @@ def usable_of(d: Mapping[str, Any] | None) -> int | None:
     return None
 
 
+# a legend's entries in one column where the chart's container is narrow (a phone: 390 px
+# leaves ~300 px to a chart), else in one row; containerSize() is 0 where nothing contains
+# the chart (the static SVG), which keeps the row
+NARROW = 480
+NARROW_COLUMNS = {"expr": f"containerSize()[0] > 0 && containerSize()[0] < {NARROW} ? 1 : 0"}
+# a subtitle line holds at most this many columns (a CJK character counts two): ~300 px at
+# SUBTITLE_SIZE, so a phone shows it whole; a longer subtitle is broken into lines
+SUBTITLE_COLUMNS = 46
+
+
+def wrap_subtitle(subtitle: str | list[str] | None,
+                  columns: int = SUBTITLE_COLUMNS) -> str | list[str] | None:
+    """`subtitle` as lines of at most `columns` (broken at spaces, or between CJK
+    characters); Vega draws no line breaks of its own, so a long one was cut at the edge."""
+    if not subtitle:
+        return subtitle
+    out: list[str] = []
+    for line in ([subtitle] if isinstance(subtitle, str) else subtitle):
+        out += _wrap_line(str(line), columns)
+    return out[0] if len(out) == 1 else out
+
+
+def _cols(ch: str) -> int:
+    return 2 if ord(ch) >= 0x2E80 else 1
+
+
+def _wrap_line(line: str, columns: int) -> list[str]:
+    lines, cur, width = [], "", 0
+    for token in re.findall(r"[\u2e80-\uffff]|[^\s\u2e80-\uffff]+\s*|\s+", line):
+        w = sum(_cols(c) for c in token.rstrip())
+        if cur and width + w > columns:
+            lines.append(cur.rstrip())
+            cur, width = "", 0
+        cur += token
+        width += sum(_cols(c) for c in token)
+    if cur.strip():
+        lines.append(cur.rstrip())
+    return lines or [line]
+
+
 def title(text: str, subtitle: str | list[str] | None = None):
     import altair as alt
 
-    kw = {"subtitle": subtitle} if subtitle else {}
+    kw = {"subtitle": wrap_subtitle(subtitle)} if subtitle else {}
     return alt.Title(text, anchor="start", fontSize=TITLE_SIZE, subtitleFontSize=SUBTITLE_SIZE,
                      subtitleColor=MUTED, color=INK, offset=8, **kw)
 
@@ -183,7 +224,7 @@ def finish(chart, *, title_text: str, subtitle: str | list[str] | None = None,
         legend=alt.LegendConfig(labelColor=INK, titleColor=MUTED, labelFontSize=LABEL_SIZE,
                                 titleFontSize=LABEL_SIZE, titleFontWeight="normal",
                                 symbolSize=110, orient="bottom", direction="horizontal",
-                                labelLimit=220),
+                                labelLimit=220, columns=NARROW_COLUMNS),
         text=alt.MarkConfig(font=FONT, fontSize=LABEL_SIZE, color=INK))
     return out
 

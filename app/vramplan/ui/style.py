@@ -66,6 +66,13 @@ CSS = PAGE + f"""
   .vp-body {{ flex-direction: column; }}
   .vp-controls, .vp-results {{ flex: 0 0 auto; width: 100%; }}
   .vp-app {{ padding: 10px 10px 24px; }}
+  /* one column: the verdict first, then the controls, then the rest of the results (the
+     results box lets its children into the column, so they can be ordered around it) */
+  .vp-app .vp-body > .vp-results {{ display: contents; }}
+  .vp-body > .vp-results > * {{ order: 2; align-self: stretch; width: 100%; min-width: 0; }}
+  .vp-body > .vp-controls {{ order: 1; }}
+  .vp-body > .vp-results > .vp-notices, .vp-body > .vp-results > .vp-estimate-panel {{
+      order: 0; }}
 }}
 
 /* ---- cards ---- */
