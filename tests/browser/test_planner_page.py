@@ -298,7 +298,8 @@ def test_links(server, browser):
         page.locator(".vp-breakdown svg text", has_text="GiB usable").first.wait_for(
             timeout=T_START)
         wait_text(page, ".vp-explore-chart svg text", VIEW_TITLES["Memory vs batch"], T_START)
-        link = page.locator(".vp-share-link").get_attribute("href")
+        # the share link is the page's full URL (scheme, host, path, query): its query
+        link = "?" + urlparse(page.locator(".vp-share-link").get_attribute("href")).query
         assert Scenario.from_query(link) == Scenario.from_query(README_PLAN)
         page.evaluate("document.activeElement && document.activeElement.blur()")
         page.mouse.move(0, 0)
