@@ -33,13 +33,8 @@ def _size(b: float) -> str:
     return f"{b:,.0f} B"
 
 
-def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
-    """One row per level the device has, fastest first. Row: level, kind (on-chip, device,
-    link), bytes (None for links), detail (per-unit figures, type), bandwidth_gbs (None where
-    the database has none), text (the label the chart prints)."""
-    d = theme.as_dict(device)
-    h = d.get("hierarchy") or {}
-    ic = d.get("interconnect") or {}
+def _on_chip_rows(d: dict, h: dict) -> list[dict]:
+    """Registers, L1 / shared memory (per unit x units), L2 and a last-level cache."""
     n = h.get("compute_units") or d.get("compute_units")
     kind = h.get("compute_unit_kind") or "unit"
     rows = []
@@ -59,14 +54,12 @@ def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
     if theme.finite(h.get("llc_mib")) and h["llc_mib"] > 0:
         rows.append({"level": h.get("llc_kind") or "Last-level cache", "kind": "on-chip",
                      "bytes": int(h["llc_mib"] * 2**20), "detail": "", "bandwidth_gbs": None})
-    if theme.finite(d.get("memory_bytes")) and d["memory_bytes"] > 0:
-        bw = d.get("bandwidth_gbs") if theme.finite(d.get("bandwidth_gbs")) else None
-        frac = d.get("achievable_bandwidth_fraction")
-        detail = d.get("memory_type") or ""
-        if d.get("unified_memory"):
-            detail = (detail + ", unified with the CPU").lstrip(", ")
-        rows.append({"level": "Device memory", "kind": "device", "bytes": int(d["memory_bytes"]),
-                     "detail": detail, "bandwidth_gbs": bw})
+    return rows
+
+
+def _link_rows(ic: dict) -> list[dict]:
+    """The host link (PCIe or another) and the GPU-to-GPU link."""
+    rows = []
     gbs = pcie_gbs(ic.get("pcie_gen"), ic.get("pcie_lanes"))
     if ic.get("pcie_gen"):
         lanes = f" x{ic['pcie_lanes']}" if ic.get("pcie_lanes") else ""
@@ -83,7 +76,11 @@ def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
         rows.append({"level": "GPU-to-GPU link", "kind": "link", "bytes": None,
                      "detail": f"{ic['scaleup']}{links}" + (", per direction" if up else ""),
                      "bandwidth_gbs": float(up) if theme.finite(up) else None})
-    frac = d.get("achievable_bandwidth_fraction")
+    return rows
+
+
+def _label_rows(rows: list[dict], frac, lang: str) -> None:
+    """Each row's level and detail in `lang`, its printed text and GiB."""
     for r in rows:
         r["level"] = gettext(r["level"], lang)
         for en in (", unified with the CPU", ", per direction, from gen x lanes",
@@ -102,6 +99,25 @@ def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
             parts.append(r["detail"])
         r["text"] = " · ".join(parts)
         r["gib"] = theme.gib(r["bytes"], 6) if r["bytes"] else None
+
+
+def hierarchy_rows(device: Any, lang: str = "en") -> list[dict]:
+    """One row per level the device has, fastest first. Row: level, kind (on-chip, device,
+    link), bytes (None for links), detail (per-unit figures, type), bandwidth_gbs (None where
+    the database has none), text (the label the chart prints)."""
+    d = theme.as_dict(device)
+    h = d.get("hierarchy") or {}
+    ic = d.get("interconnect") or {}
+    rows = _on_chip_rows(d, h)
+    if theme.finite(d.get("memory_bytes")) and d["memory_bytes"] > 0:
+        bw = d.get("bandwidth_gbs") if theme.finite(d.get("bandwidth_gbs")) else None
+        detail = d.get("memory_type") or ""
+        if d.get("unified_memory"):
+            detail = (detail + ", unified with the CPU").lstrip(", ")
+        rows.append({"level": "Device memory", "kind": "device", "bytes": int(d["memory_bytes"]),
+                     "detail": detail, "bandwidth_gbs": bw})
+    rows += _link_rows(ic)
+    _label_rows(rows, d.get("achievable_bandwidth_fraction"), lang)
     return rows
 
 

@@ -56,6 +56,56 @@ def _log_x(xs: list[float], x_log: bool | None) -> bool:
     return bool(xs) and min(xs) > 0 and max(xs) / min(xs) >= 16
 
 
+def _axes(lo, hi, log: bool, top: float, x_title: str, unit: str, t) -> tuple:
+    """The x encoding (log2 or linear over [lo, hi]) and the y encoding (GiB, 0 to top)."""
+    import altair as alt
+    x_scale = alt.Scale(type="log", base=2, domain=[lo, hi], nice=False, padding=8) \
+        if log else alt.Scale(domain=[lo, hi], nice=False, padding=8)
+    x = alt.X("x:Q", title=f"{t(x_title)}{unit}" + (t(", log scale") if log else ""), scale=x_scale,
+              axis=alt.Axis(grid=False, labelFlush=True, tickMinStep=1, format="~s"))
+    y = alt.Y("gib:Q", title=t("Device memory used (GiB per GPU)"),
+              scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())
+    return x, y
+
+
+def _capacity_layers(caps: list, t) -> list:
+    """A dashed rule per GPU at its usable memory and the chosen GPU's label."""
+    import altair as alt
+    layers: list = []
+    if not caps:
+        return layers
+    cap_base = alt.Chart(alt.Data(values=caps))
+    # the chosen GPU's line drawn last (on top of a pinned GPU with the same capacity)
+    layers.append(alt.Chart(alt.Data(values=caps[::-1])).mark_rule(strokeWidth=2, strokeDash=[6, 3]).encode(
+        y=alt.Y("usable_gib:Q"),
+        stroke=alt.Stroke("name:N", title=t("Usable memory"),
+                          scale=alt.Scale(domain=[c["name"] for c in caps],
+                                          range=[c["color"] for c in caps])),
+        tooltip=[alt.Tooltip("text:N", title=t("Limit"))]))
+    layers.append(cap_base.transform_filter(alt.datum.role == "chosen").mark_text(
+        align="left", dx=4, dy=-7, x=0, fontSize=theme.LABEL_SIZE,
+        color=theme.LIMIT_COLOR).encode(y="usable_gib:Q", text="text:N"))
+    return layers
+
+
+def _max_layers(max_x, lo, hi, log: bool, word: str, t) -> list:
+    """The dotted rule at the largest x that fits and its label (right-aligned near the right
+    edge)."""
+    import altair as alt
+    layers: list = []
+    mrow = [{"x": max_x, "text": t("max {what} {value}").format(what=word,
+                                                                value=f"{max_x:,g}")}]
+    mbase = alt.Chart(alt.Data(values=mrow))
+    layers.append(mbase.mark_rule(color=theme.FIT_COLOR, strokeWidth=2,
+                                  strokeDash=[2, 2]).encode(
+        x=alt.X("x:Q"), tooltip=[alt.Tooltip("text:N", title=t("Largest that fits"))]))
+    right = (max_x - lo) / ((hi - lo) or 1) > 0.7 if not log else max_x / hi > 0.5
+    layers.append(mbase.mark_text(align="right" if right else "left", dx=-4 if right else 4,
+                                  y=4, baseline="top", fontWeight="bold",
+                                  color=theme.FIT_COLOR).encode(x="x:Q", text="text:N"))
+    return layers
+
+
 def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
                        pinned: Iterable[Any] = (), max_x: float | None = None,
                        x_title: str = "Batch size", x_unit: str | None = None,
@@ -88,12 +138,7 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
     top = max([r["gib"] for r in rows] + [c["usable_gib"] for c in caps] + [1.0]) * 1.1
     unit = f" ({t(x_unit)})" if x_unit else ""
     word = t(x_title[0].lower() + x_title[1:])
-    x_scale = alt.Scale(type="log", base=2, domain=[lo, hi], nice=False, padding=8) \
-        if log else alt.Scale(domain=[lo, hi], nice=False, padding=8)
-    x = alt.X("x:Q", title=f"{t(x_title)}{unit}" + (t(", log scale") if log else ""), scale=x_scale,
-              axis=alt.Axis(grid=False, labelFlush=True, tickMinStep=1, format="~s"))
-    y = alt.Y("gib:Q", title=t("Device memory used (GiB per GPU)"),
-              scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())
+    x, y = _axes(lo, hi, log, top, x_title, unit, t)
     for r in rows:
         r["status_label"] = t(r["status"])
     tips = [alt.Tooltip("x:Q", title=t(x_title)), alt.Tooltip("gib:Q", title="GiB", format=theme.GIB_FORMAT),
@@ -110,29 +155,9 @@ def memory_curve_chart(points: Iterable[Mapping[str, Any]], *, gpu: Any = None,
             color=alt.Color("status:N", scale=status_scale, title=t("Point"), legend=alt.Legend(
                 labelExpr=theme.label_expr({s: t(s) for s in present})))),
     ]
-    if caps:
-        cap_base = alt.Chart(alt.Data(values=caps))
-        # the chosen GPU's line drawn last (on top of a pinned GPU with the same capacity)
-        layers.append(alt.Chart(alt.Data(values=caps[::-1])).mark_rule(strokeWidth=2, strokeDash=[6, 3]).encode(
-            y=alt.Y("usable_gib:Q"),
-            stroke=alt.Stroke("name:N", title=t("Usable memory"),
-                              scale=alt.Scale(domain=[c["name"] for c in caps],
-                                              range=[c["color"] for c in caps])),
-            tooltip=[alt.Tooltip("text:N", title=t("Limit"))]))
-        layers.append(cap_base.transform_filter(alt.datum.role == "chosen").mark_text(
-            align="left", dx=4, dy=-7, x=0, fontSize=theme.LABEL_SIZE,
-            color=theme.LIMIT_COLOR).encode(y="usable_gib:Q", text="text:N"))
+    layers += _capacity_layers(caps, t)
     if mark_max:
-        mrow = [{"x": max_x, "text": t("max {what} {value}").format(what=word,
-                                                                    value=f"{max_x:,g}")}]
-        mbase = alt.Chart(alt.Data(values=mrow))
-        layers.append(mbase.mark_rule(color=theme.FIT_COLOR, strokeWidth=2,
-                                      strokeDash=[2, 2]).encode(
-            x=alt.X("x:Q"), tooltip=[alt.Tooltip("text:N", title=t("Largest that fits"))]))
-        right = (max_x - lo) / ((hi - lo) or 1) > 0.7 if not log else max_x / hi > 0.5
-        layers.append(mbase.mark_text(align="right" if right else "left", dx=-4 if right else 4,
-                                      y=4, baseline="top", fontWeight="bold",
-                                      color=theme.FIT_COLOR).encode(x="x:Q", text="text:N"))
+        layers += _max_layers(max_x, lo, hi, log, word, t)
     sub = t("dots: the estimate; dashed lines: usable memory of each GPU")
     if mark_max:
         sub += t("; dotted: the largest {what} that fits").format(what=t(x_title.lower()))

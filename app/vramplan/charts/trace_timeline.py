@@ -15,6 +15,53 @@ from . import theme
 from .phases import timeline_rows
 
 
+def _reference_lines(estimate_peak_bytes, usable_bytes, gpu_name, lang: str, t) -> list:
+    """The estimate's peak and the GPU's usable memory as labelled rows (when given)."""
+    lines = []
+    if theme.finite(estimate_peak_bytes) and estimate_peak_bytes:
+        lines.append({"gib": theme.gib(estimate_peak_bytes), "kind": "estimate",
+                      "text": t("estimate: {size} GiB").format(
+                          size=theme.gib_number(estimate_peak_bytes, lang))})
+    if theme.finite(usable_bytes) and usable_bytes:
+        lines.append({"gib": theme.gib(usable_bytes), "kind": "usable",
+                      "text": t("{gpu}: {size} GiB usable").format(
+                          gpu=gpu_name or "GPU", size=theme.gib_number(usable_bytes, lang))})
+    return lines
+
+
+def _rule_layers(lines: list) -> list:
+    """A rule and its label per reference line: dashed for the estimate, solid for usable."""
+    import altair as alt
+    layers: list = []
+    for kind, dash, color in (("estimate", [6, 4], theme.NEUTRAL_COLOR),
+                              ("usable", [1, 0], theme.LIMIT_COLOR)):
+        rows = [x for x in lines if x["kind"] == kind]
+        if not rows:
+            continue
+        lb = alt.Chart(alt.Data(values=rows))
+        layers += [lb.mark_rule(color=color, strokeDash=dash, strokeWidth=2).encode(y="gib:Q"),
+                   lb.mark_text(align="left", x=4, dy=-6, color=color).encode(
+                       y="gib:Q", text="text:N")]
+    return layers
+
+
+def _peak_layers(peak: list, lines: list, lo, hi, top: float, x, y) -> list:
+    """The traced peak's point and label (below it when a reference rule sits just above)."""
+    import altair as alt
+    layers: list = []
+    if not peak:
+        return layers
+    pk = alt.Chart(alt.Data(values=peak))
+    right = (peak[0]["event_index"] - lo) / (hi - lo) > 0.6
+    # a label on a rule just above the peak would be struck through: put it below then
+    near = any(0 <= x["gib"] - peak[0]["gib"] <= 0.08 * top for x in lines)
+    layers += [pk.mark_point(filled=True, size=70, color=theme.NO_FIT_COLOR).encode(x=x, y=y),
+               pk.mark_text(align="right" if right else "left", dx=-8 if right else 8,
+                            dy=16 if near else -8, fontWeight="bold",
+                            color=theme.NO_FIT_COLOR).encode(x=x, y=y, text="text:N")]
+    return layers
+
+
 def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | None = None,
                          usable_bytes: int | None = None, gpu_name: str | None = None,
                          width: int | str = "container", height: int = 260,
@@ -35,15 +82,7 @@ def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | No
             size=f"{p['gib']:,.2f}", phase=theme.label(p["phase"], lang=lang))
     xs = [p["event_index"] for p in pts] or [0, 1]
     lo, hi = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
-    lines = []
-    if theme.finite(estimate_peak_bytes) and estimate_peak_bytes:
-        lines.append({"gib": theme.gib(estimate_peak_bytes), "kind": "estimate",
-                      "text": t("estimate: {size} GiB").format(
-                          size=theme.gib_number(estimate_peak_bytes, lang))})
-    if theme.finite(usable_bytes) and usable_bytes:
-        lines.append({"gib": theme.gib(usable_bytes), "kind": "usable",
-                      "text": t("{gpu}: {size} GiB usable").format(
-                          gpu=gpu_name or "GPU", size=theme.gib_number(usable_bytes, lang))})
+    lines = _reference_lines(estimate_peak_bytes, usable_bytes, gpu_name, lang, t)
     top = max([p["gib"] for p in pts] + [x["gib"] for x in lines] + [0.001]) * 1.15
     xscale = alt.Scale(domain=[lo, hi], nice=False)
     x = alt.X("event_index:Q", title=t("Traced event (allocation / free, in order)"),
@@ -63,24 +102,8 @@ def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | No
         x=x, y=y, tooltip=[alt.Tooltip("event_index:Q", title=t("Event")),
                            alt.Tooltip("phase:N", title=t("Phase")),
                            alt.Tooltip("gib:Q", title="GiB", format=",.3f")]))
-    for kind, dash, color in (("estimate", [6, 4], theme.NEUTRAL_COLOR),
-                              ("usable", [1, 0], theme.LIMIT_COLOR)):
-        rows = [x for x in lines if x["kind"] == kind]
-        if not rows:
-            continue
-        lb = alt.Chart(alt.Data(values=rows))
-        layers += [lb.mark_rule(color=color, strokeDash=dash, strokeWidth=2).encode(y="gib:Q"),
-                   lb.mark_text(align="left", x=4, dy=-6, color=color).encode(
-                       y="gib:Q", text="text:N")]
-    if r["peak"]:
-        pk = alt.Chart(alt.Data(values=r["peak"]))
-        right = (r["peak"][0]["event_index"] - lo) / (hi - lo) > 0.6
-        # a label on a rule just above the peak would be struck through: put it below then
-        near = any(0 <= x["gib"] - r["peak"][0]["gib"] <= 0.08 * top for x in lines)
-        layers += [pk.mark_point(filled=True, size=70, color=theme.NO_FIT_COLOR).encode(x=x, y=y),
-                   pk.mark_text(align="right" if right else "left", dx=-8 if right else 8,
-                                dy=16 if near else -8, fontWeight="bold",
-                                color=theme.NO_FIT_COLOR).encode(x=x, y=y, text="text:N")]
+    layers += _rule_layers(lines)
+    layers += _peak_layers(r["peak"], lines, lo, hi, top, x, y)
     return theme.finish(alt.layer(*layers),
                         title_text=t("Traced memory over two steps (GiB per GPU)"),
                         subtitle=t("allocated after each event; dashed: the estimate's peak"),
