@@ -95,3 +95,19 @@ def test_file_url_round_trips():
     url = file_url(text, "text/csv")
     assert url.startswith("data:text/csv;charset=utf-8;base64,")
     assert base64.b64decode(url.split(",", 1)[1]).decode("utf-8") == text
+
+
+def test_one_click_hands_the_file_to_the_browser_and_the_link_is_the_state_query(panel):
+    """The button's click sends the file to the Download widget (its script saves it in the
+    browser, tests/browser/test_page_polish.py); each save is a new message (n counts), so
+    the same file twice is two downloads. The share widget gets the plan's query; the browser
+    adds scheme, host and path."""
+    assert panel.download.file == {}                 # nothing before a click
+    panel.buttons["csv"].click()
+    f = panel.download.file
+    assert (f["name"], f["mime"], f["n"]) == ("vramplan-sweep.csv", "text/csv;charset=utf-8", 1)
+    assert base64.b64decode(f["b64"]).decode("utf-8") == saved(panel)[1]
+    panel.buttons["csv"].click()
+    assert panel.download.file["n"] == 2
+    assert panel.share.query == panel.state.query and panel.share.query.startswith("model=gpt2")
+    assert "vp-share-link" not in panel.value        # the link is the widget's, not a ?query
