@@ -21,9 +21,7 @@ NOT_CORE = ("ui", "server", "commands")
 
 # path inside app/vramplan : qualified name. Only ever remove entries (split the function).
 CORE_OVER = {
-    "charts/bandwidth.py:roofline_chart",
     "charts/gpu_compare.py:gpu_comparison_chart",
-    "charts/gpus.py:capacity_bandwidth_chart",
     "charts/waterfall.py:waterfall_rows",
     "measure/live/cuda.py:measure",
     "measure/tracing/hf.py:hf_job",

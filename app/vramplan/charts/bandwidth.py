@@ -188,6 +188,73 @@ def roofline_rows(bandwidth: Any, device: Any, precision: str | None = None,
             "bandwidth_gbs": gbs, "intensity": ai, "domain": [lo, hi]}
 
 
+def _ceiling_tags(r: dict, lo: float, t) -> list[dict]:
+    """Each ceiling's name, placed at its left end (the memory one below the slope)."""
+    tags = []  # each ceiling named on the chart, at its left end
+    tbs = (r["bandwidth_gbs"] or 0) / 1e3
+    if tbs:
+        at = lo * 2
+        tags.append({"intensity": at, "tflops": float(f"{min(at * tbs, r['peak_tflops'] or at * tbs):.6g}"),
+                     "text": t("memory: {rate} GB/s").format(rate=f"{r['bandwidth_gbs']:,.0f}"),
+                     "below": True})
+    if r["peak_tflops"]:
+        at = max(r["ridge"] or lo, lo) * 1.5
+        tags.append({"intensity": float(f"{at:.6g}"), "tflops": r["peak_tflops"],
+                     "text": t("compute: {rate} TFLOPS {dtype}").format(
+                         rate=f"{r['peak_tflops']:,.0f}", dtype=r["throughput_key"]),
+                     "below": False})
+    return tags
+
+
+def _tag_layers(tags: list[dict], x, y) -> list:
+    """The ceilings' names: the slope's under it (the line rises to the right), the flat
+    one's above."""
+    import altair as alt
+    layers: list = []
+    if tags:  # the slope's name under it (the line rises to the right), the flat one's above
+        tbase = alt.Chart(alt.Data(values=tags))
+        layers += [tbase.transform_filter(alt.datum.below == below).mark_text(
+            align="left", dy=dy, baseline=base, color=theme.MUTED).encode(x=x, y=y, text="text:N")
+            for below, dy, base in ((True, 8, "top"), (False, -6, "bottom"))]
+    return layers
+
+
+def _roof_notes(r: dict, precision, bw: dict, t) -> list[str]:
+    """The subtitle's notes on the memory and compute roofs and the ridge."""
+    notes = []
+    if r["bandwidth_gbs"]:
+        notes.append(t("memory roof {rate} GB/s achievable").format(
+            rate=f"{r['bandwidth_gbs']:,.0f}"))
+    if r["peak_tflops"]:
+        notes.append(t("compute roof {rate} TFLOPS dense {dtype}").format(
+            rate=f"{r['peak_tflops']:,.1f}", dtype=r["throughput_key"]))
+    else:
+        notes.append(t("no dense {dtype} figure for this GPU").format(
+            dtype=precision or bw.get("compute_dtype") or "bf16"))
+    if r["ridge"]:
+        notes.append(t("ridge at {ai} FLOP/B").format(ai=f"{r['ridge']:,.0f}"))
+    return notes
+
+
+def _point_layers(r: dict, lo: float, hi: float, x, y, t) -> list:
+    """The workload's point on the roof and its label."""
+    import altair as alt
+    layers: list = []
+    pbase = alt.Chart(alt.Data(values=r["point"]))
+    tips = [alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
+            alt.Tooltip("tflops:Q", title=t("Attainable TFLOPS"), format=",.3g"),
+            alt.Tooltip("bound_label:N", title=t("Bound"))]
+    layers.append(pbase.mark_point(size=140, filled=True, color=theme.CHOSEN_COLOR,
+                                   stroke="white", strokeWidth=1.5).encode(
+        x=x, y=y, tooltip=tips))
+    # below the point, on the side away from the slope unless the right edge is near
+    right = r["intensity"] > (lo * hi ** 3) ** 0.25
+    layers.append(pbase.mark_text(align="right" if right else "left", baseline="top",
+                                  dx=-8 if right else 8, dy=8, fontWeight="bold",
+                                  color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="text:N"))
+    return layers
+
+
 def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
                    width: int | str = "container", height: int = 300, lang: str = "en"):
     """Log-log roofline of the chosen GPU: attainable TFLOPS against arithmetic intensity
@@ -222,49 +289,10 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
         tooltip=[alt.Tooltip("ceiling_label:N", title=t("Ceiling")),
                  alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
                  alt.Tooltip("tflops:Q", title="TFLOPS", format=",.3g")])]
-    tags = []  # each ceiling named on the chart, at its left end
-    tbs = (r["bandwidth_gbs"] or 0) / 1e3
-    if tbs:
-        at = lo * 2
-        tags.append({"intensity": at, "tflops": float(f"{min(at * tbs, r['peak_tflops'] or at * tbs):.6g}"),
-                     "text": t("memory: {rate} GB/s").format(rate=f"{r['bandwidth_gbs']:,.0f}"),
-                     "below": True})
-    if r["peak_tflops"]:
-        at = max(r["ridge"] or lo, lo) * 1.5
-        tags.append({"intensity": float(f"{at:.6g}"), "tflops": r["peak_tflops"],
-                     "text": t("compute: {rate} TFLOPS {dtype}").format(
-                         rate=f"{r['peak_tflops']:,.0f}", dtype=r["throughput_key"]),
-                     "below": False})
-    if tags:  # the slope's name under it (the line rises to the right), the flat one's above
-        tbase = alt.Chart(alt.Data(values=tags))
-        layers += [tbase.transform_filter(alt.datum.below == below).mark_text(
-            align="left", dy=dy, baseline=base, color=theme.MUTED).encode(x=x, y=y, text="text:N")
-            for below, dy, base in ((True, 8, "top"), (False, -6, "bottom"))]
-    notes = []
-    if r["bandwidth_gbs"]:
-        notes.append(t("memory roof {rate} GB/s achievable").format(
-            rate=f"{r['bandwidth_gbs']:,.0f}"))
-    if r["peak_tflops"]:
-        notes.append(t("compute roof {rate} TFLOPS dense {dtype}").format(
-            rate=f"{r['peak_tflops']:,.1f}", dtype=r["throughput_key"]))
-    else:
-        notes.append(t("no dense {dtype} figure for this GPU").format(
-            dtype=precision or bw.get("compute_dtype") or "bf16"))
-    if r["ridge"]:
-        notes.append(t("ridge at {ai} FLOP/B").format(ai=f"{r['ridge']:,.0f}"))
+    layers += _tag_layers(_ceiling_tags(r, lo, t), x, y)
+    notes = _roof_notes(r, precision, bw, t)
     if r["point"]:
-        pbase = alt.Chart(alt.Data(values=r["point"]))
-        tips = [alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
-                alt.Tooltip("tflops:Q", title=t("Attainable TFLOPS"), format=",.3g"),
-                alt.Tooltip("bound_label:N", title=t("Bound"))]
-        layers.append(pbase.mark_point(size=140, filled=True, color=theme.CHOSEN_COLOR,
-                                       stroke="white", strokeWidth=1.5).encode(
-            x=x, y=y, tooltip=tips))
-        # below the point, on the side away from the slope unless the right edge is near
-        right = r["intensity"] > (lo * hi ** 3) ** 0.25
-        layers.append(pbase.mark_text(align="right" if right else "left", baseline="top",
-                                      dx=-8 if right else 8, dy=8, fontWeight="bold",
-                                      color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="text:N"))
+        layers += _point_layers(r, lo, hi, x, y, t)
     else:
         notes.append(t("no FLOP count: the workload's point is not drawn"))
     dev = theme.as_dict(device)

@@ -74,6 +74,21 @@ def _vendor_scale(rows: list[dict]):
     return alt.Scale(domain=vendors, range=[VENDOR_COLORS.get(v, OTHER_COLOR) for v in vendors])
 
 
+def _tooltip(lang: str) -> list:
+    """A device point's tooltip: name, vendor, capacity, memory type, bandwidth, year, id."""
+    import altair as alt
+    tooltip = [
+        alt.Tooltip("name:N", title="GPU"),
+        alt.Tooltip("vendor:N", title=_t("Vendor", lang)),
+        alt.Tooltip("memory_gib:Q", title=_t("Memory (GiB)", lang), format=".0f"),
+        alt.Tooltip("memory_type:N", title=_t("Memory type", lang)),
+        alt.Tooltip("bandwidth_gbs:Q", title=_t("Bandwidth (GB/s)", lang), format=",.0f"),
+        alt.Tooltip("year:O", title=_t("Year", lang)),
+        alt.Tooltip("id:N", title="id"),
+    ]
+    return tooltip
+
+
 def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None, *,
                              width: int | str = "container", height: int = 340,
                              lang: str = "en"):
@@ -95,15 +110,7 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     y = alt.Y("bandwidth_gbs:Q", title=_t("Peak memory bandwidth (GB/s, log scale)", lang),
               scale=alt.Scale(type="log", nice=False, padding=12),
               axis=alt.Axis(values=[125, 250, 500, 1000, 2000, 4000, 8000, 16000], grid=True))
-    tooltip = [
-        alt.Tooltip("name:N", title="GPU"),
-        alt.Tooltip("vendor:N", title=_t("Vendor", lang)),
-        alt.Tooltip("memory_gib:Q", title=_t("Memory (GiB)", lang), format=".0f"),
-        alt.Tooltip("memory_type:N", title=_t("Memory type", lang)),
-        alt.Tooltip("bandwidth_gbs:Q", title=_t("Bandwidth (GB/s)", lang), format=",.0f"),
-        alt.Tooltip("year:O", title=_t("Year", lang)),
-        alt.Tooltip("id:N", title="id"),
-    ]
+    tooltip = _tooltip(lang)
     base = alt.Chart(data)
     points = base.mark_circle(size=90, opacity=0.8, stroke="white", strokeWidth=0.8).encode(
         x=x, y=y,
