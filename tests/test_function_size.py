@@ -28,7 +28,6 @@ CORE_OVER = {
     "measure/tracing/plan.py:run_plan",
     "measure/tracing/runner.py:run_job",
     "scenario/build.py:fields_of",
-    "workloads/diffusion/footprint.py:_training",
 }
 
 

@@ -267,6 +267,62 @@ def _sampling_footprint(scenario, phases, largest, resident_all, bw, notes, prec
                      reserved_floor_bytes=floor)
 
 
+def _trainable(scenario, den: dict, den_name: str, prec: str, weights: dict) -> tuple:
+    """(trainable denoiser parameters, bytes of each trained value): LoRA adapters in fp32,
+    or the whole denoiser (its weights in fp32 under mixed precision: `weights` updated)."""
+    if scenario.task == "lora":
+        lora = scenario.lora
+        rank = getattr(lora, "rank", 8) if lora else 8
+        targets = getattr(lora, "targets", ()) if lora else ()
+        n_t = max(1, min(4, sum(1 for t in targets if t in LORA_TARGETS)))
+        trainable = _lora_params(den, rank, n_t)
+        pbytes = 4
+        return trainable, pbytes
+    trainable = int(den["params"])
+    pbytes = P.param_bytes(prec)
+    if P.is_mixed(prec):
+        weights[den_name] = 4 * trainable
+    return trainable, pbytes
+
+
+def _unet_saved(den: dict, b, lat_h: int, lat_w: int, e: int, eager: bool, ckpt: bool
+                ) -> tuple:
+    """(activations a U-Net saves for backward, the largest block's working set), level by
+    level (block boundaries only under checkpointing)."""
+    chans, attn = den["block_out_channels"], den["attention_levels"]
+    lpb = den.get("layers_per_block", 2)
+    saved = work = 0
+    for lvl, c in enumerate(chans):
+        n = (lat_h >> lvl) * (lat_w >> lvl)
+        unit = b * n * c * e
+        blocks = 2 * lpb + 1
+        scores = b * den["heads"][lvl] * n * n * e if (eager and attn[lvl]) else 0
+        depth = den["transformer_depth"][lvl] if attn[lvl] else 0
+        if ckpt:
+            saved += blocks * (1 + depth) * unit
+            work = max(work, 3 * scores + 30 * unit, 12 * unit)
+        else:
+            saved += blocks * (8 * unit + depth * (30 * unit + scores))
+            work = max(work, 2 * scores + 18 * unit)
+    return saved, work
+
+
+def _dit_saved(cfg: dict, den: dict, b, latent: tuple, text_tokens: int, e: int, eager: bool,
+               ckpt: bool) -> tuple:
+    """(activations a DiT saves for backward, one layer's working set x 2) over the image
+    (video) tokens, plus the text tokens in a joint-attention model."""
+    lat_f, lat_h, lat_w = latent
+    n = image_tokens(cfg, den, lat_h, lat_w, lat_f) + \
+        (text_tokens if den.get("joint_text") else 0)
+    hd, f = den["hidden"], den["ffn"]
+    layers = den.get("layers", 0) + den.get("single_layers", 0)
+    scores = b * den["heads"] * n * n * e if eager else 0
+    per_layer = b * n * (12 * hd + 3 * f) * e + scores
+    saved = layers * (b * n * hd * e if ckpt else per_layer)
+    work = 2 * per_layer
+    return saved, work
+
+
 def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, latent,
               text_tokens, eager, notes, phases, largest, fwd_flops=0.0) -> Footprint:
     """LoRA / full fine-tuning of the denoiser: frozen text encoders and VAE stay resident
@@ -280,46 +336,15 @@ def _training(scenario, cfg, comps, den_name, den, weights, precs, b, h, w, late
     prec = precs[den_name]
     e = _act_bytes(prec)
     opt = scenario.optimizer or "adamw"
-    if scenario.task == "lora":
-        lora = scenario.lora
-        rank = getattr(lora, "rank", 8) if lora else 8
-        targets = getattr(lora, "targets", ()) if lora else ()
-        n_t = max(1, min(4, sum(1 for t in targets if t in LORA_TARGETS)))
-        trainable = _lora_params(den, rank, n_t)
-        pbytes = 4
-    else:
-        trainable = int(den["params"])
-        pbytes = P.param_bytes(prec)
-        if P.is_mixed(prec):
-            weights[den_name] = 4 * trainable
+    trainable, pbytes = _trainable(scenario, den, den_name, prec, weights)
     grads = trainable * pbytes
     states = optimizers.state_bytes(opt, trainable, pbytes)
     ckpt = scenario.checkpointing != "none"
     if den["kind"] == "unet":
-        chans, attn = den["block_out_channels"], den["attention_levels"]
-        lpb = den.get("layers_per_block", 2)
-        saved = work = 0
-        for lvl, c in enumerate(chans):
-            n = (lat_h >> lvl) * (lat_w >> lvl)
-            unit = b * n * c * e
-            blocks = 2 * lpb + 1
-            scores = b * den["heads"][lvl] * n * n * e if (eager and attn[lvl]) else 0
-            depth = den["transformer_depth"][lvl] if attn[lvl] else 0
-            if ckpt:
-                saved += blocks * (1 + depth) * unit
-                work = max(work, 3 * scores + 30 * unit, 12 * unit)
-            else:
-                saved += blocks * (8 * unit + depth * (30 * unit + scores))
-                work = max(work, 2 * scores + 18 * unit)
+        saved, work = _unet_saved(den, b, lat_h, lat_w, e, eager, ckpt)
     else:
-        n = image_tokens(cfg, den, lat_h, lat_w, lat_f) + \
-            (text_tokens if den.get("joint_text") else 0)
-        hd, f = den["hidden"], den["ffn"]
-        layers = den.get("layers", 0) + den.get("single_layers", 0)
-        scores = b * den["heads"] * n * n * e if eager else 0
-        per_layer = b * n * (12 * hd + 3 * f) * e + scores
-        saved = layers * (b * n * hd * e if ckpt else per_layer)
-        work = 2 * per_layer
+        saved, work = _dit_saved(cfg, den, b, (lat_f, lat_h, lat_w), text_tokens, e, eager,
+                                 ckpt)
     vae_enc = vae2d_decode(comps["vae"], b, h, w, _act_bytes(precs["vae"]), eager)[0] // 2 \
         if comps["vae"]["kind"] == "kl2d" else 0
     frozen = sum(v for k, v in weights.items())
