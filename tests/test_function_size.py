@@ -23,7 +23,6 @@ NOT_CORE = ("ui", "server", "commands")
 CORE_OVER = {
     "charts/gpu_compare.py:gpu_comparison_chart",
     "charts/waterfall.py:waterfall_rows",
-    "measure/live/cuda.py:measure",
     "measure/tracing/hf.py:hf_job",
     "measure/tracing/plan.py:run_plan",
     "measure/tracing/runner.py:run_job",

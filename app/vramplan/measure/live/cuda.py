@@ -162,6 +162,45 @@ def software() -> dict:
     return out
 
 
+def _process_used(torch, device: int, missing: dict):
+    """NVML's device memory figure for this process (None, with the reason in `missing`,
+    where it cannot be read)."""
+    try:   # NVML's figure for this process, read while the run's memory is still held
+        from .nvml import nvml_process_used
+        used = nvml_process_used(_nvml_index(torch, device))
+        if used is None:
+            missing["device_used_bytes"] = "NVML does not report this process's memory"
+    except VramplanError as exc:
+        used = None
+        missing["device_used_bytes"] = str(exc)
+    return used
+
+
+def _report(torch, device: int, scn, comps: dict, peak_alloc: int, peak_res: int, used,
+            stats: dict, run: dict, missing: dict) -> MemoryReport:
+    """The MemoryReport of a finished run: the GPU, headroom against its usable memory and
+    the "measure" section (`run`: steps, seconds, the counter's peak, snapshot path)."""
+    keep = ("num_alloc_retries", "num_ooms", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
+            "active_bytes.all.peak", "inactive_split_bytes.all.peak", "segment.all.peak",
+            "num_device_alloc", "num_device_free")
+    gpu = _gpu_entry(torch, device)
+    used = int(used) if used is not None else None
+    headroom = None
+    if used is not None and gpu["id"]:
+        headroom = int(get_gpu(gpu["id"]).usable_bytes - used)
+    sections = {"measure": {"steps": run["steps"], "seconds": run["seconds"],
+                            "counter_peak_bytes": run["counter_peak_bytes"],
+                            "counter_peak_phase": run["counter_peak_phase"],
+                            "memory_stats": {k: int(stats[k]) for k in keep if k in stats},
+                            "snapshot": run["snapshot"], **software()}}
+    if missing:
+        sections["missing"] = missing
+    return MemoryReport(scenario=scn, gpu=gpu, components=comps, peak_allocated_bytes=peak_alloc,
+                        peak_reserved_bytes=peak_res, device_used_bytes=used,
+                        fits=None if headroom is None else headroom >= 0,
+                        headroom_bytes=headroom, source="measure", sections=sections)
+
+
 def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = None) -> MemoryReport:
     """Run the scenario for `steps` steps on GPU `device`: a MemoryReport (source "measure")
     with a "measure" section (memory_stats, versions, snapshot path). What could not be read is
@@ -194,14 +233,7 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
         stats = torch.cuda.memory_stats(device)
         if snapshot:
             torch.cuda.memory._dump_snapshot(snapshot)
-        try:   # NVML's figure for this process, read while the run's memory is still held
-            from .nvml import nvml_process_used
-            used = nvml_process_used(_nvml_index(torch, device))
-            if used is None:
-                missing["device_used_bytes"] = "NVML does not report this process's memory"
-        except VramplanError as exc:
-            used = None
-            missing["device_used_bytes"] = str(exc)
+        used = _process_used(torch, device, missing)   # while the run's memory is held
         c = counted.counter
         comps = {k: int(c.peak_cat.get(k, 0)) for k in COMPONENTS}
         counter_peak, counter_phase = int(c.peak), c.peak_phase
@@ -222,24 +254,9 @@ def measure(scenario, steps: int = 2, device: int = 0, snapshot: str | None = No
     if failure is not None:
         raise failure
     comps[ALLOCATOR_SLACK] = peak_res - peak_alloc
-    keep = ("num_alloc_retries", "num_ooms", "allocated_bytes.all.peak", "reserved_bytes.all.peak",
-            "active_bytes.all.peak", "inactive_split_bytes.all.peak", "segment.all.peak",
-            "num_device_alloc", "num_device_free")
-    gpu = _gpu_entry(torch, device)
-    used = int(used) if used is not None else None
-    headroom = None
-    if used is not None and gpu["id"]:
-        headroom = int(get_gpu(gpu["id"]).usable_bytes - used)
-    sections = {"measure": {"steps": steps, "seconds": seconds,
-                            "counter_peak_bytes": counter_peak, "counter_peak_phase": counter_phase,
-                            "memory_stats": {k: int(stats[k]) for k in keep if k in stats},
-                            "snapshot": snapshot, **software()}}
-    if missing:
-        sections["missing"] = missing
-    return MemoryReport(scenario=scn, gpu=gpu, components=comps, peak_allocated_bytes=peak_alloc,
-                        peak_reserved_bytes=peak_res, device_used_bytes=used,
-                        fits=None if headroom is None else headroom >= 0,
-                        headroom_bytes=headroom, source="measure", sections=sections)
+    run = {"steps": steps, "seconds": seconds, "counter_peak_bytes": counter_peak,
+           "counter_peak_phase": counter_phase, "snapshot": snapshot}
+    return _report(torch, device, scn, comps, peak_alloc, peak_res, used, stats, run, missing)
 
 
 def bandwidth(size_bytes: int | None = None, iters: int = 20, device: int = 0) -> dict:
