@@ -24,6 +24,37 @@ from . import tensor_parallel as TP
 from . import transformer as T
 
 
+def _fake_group(lay, tp: int, fsdp: bool):
+    """The fake process group (dp, tp or dp x tp mesh) the traced rank runs in."""
+    if fsdp and tp > 1:
+        return sharded.fake_process_group(lay.data * tp, (lay.data, tp), ("dp", "tp"))
+    elif tp > 1:
+        return sharded.fake_process_group(tp, (tp,), ("tp",))
+    elif fsdp:
+        return sharded.fake_process_group(lay.data, (lay.data,), ("dp",))
+    return contextlib.nullcontext()
+
+
+def _plan_notes(lay, stage: int, micro_batches: int, sp: bool, lp: bool, fsdp: bool,
+                style: str) -> list[str]:
+    """What the trace emulated: the pipeline schedule, tensor parallel plan, FSDP."""
+    tp, pp = lay.tensor, lay.pipeline
+    notes = []
+    if pp > 1:
+        notes.append(f"pipeline stage {stage} of {pp}: 1F1B with {micro_batches} micro-batches "
+                     f"({min(pp - stage, micro_batches)} in flight), neighbours emulated "
+                     "(received activations and gradients as fresh tensors, the sent output's "
+                     "data freed as Megatron does)")
+    if tp > 1:
+        notes.append(f"rank 0 of tensor parallel {tp}: DTensor parallelize_module (torchtitan "
+                     "plan)" + (f", sequence parallel ({style} style)" if sp else "")
+                     + (", loss parallel" if lp else "") + " on a fake process group")
+    if fsdp:
+        notes.append(f"ZeRO-{lay.zero} as FSDP2 fully_shard per block + root over {lay.data} "
+                     "data-parallel ranks" + (" (2-D mesh dp x tp)" if tp > 1 else ""))
+    return notes
+
+
 def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda", steps=2,
              timeline=True, on_step=None, stage=0, style="megatron"):
     """Rank 0 (of pipeline stage `stage`) of layout `lay` (a parallel.ParallelConfig)."""
@@ -33,15 +64,7 @@ def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda
     opts = set(options or ())
     sp = tp > 1 and "sequence-parallel" in opts
     lp = tp > 1 and "loss-parallel" in opts
-    notes = []
-    if fsdp and tp > 1:
-        group = sharded.fake_process_group(lay.data * tp, (lay.data, tp), ("dp", "tp"))
-    elif tp > 1:
-        group = sharded.fake_process_group(tp, (tp,), ("tp",))
-    elif fsdp:
-        group = sharded.fake_process_group(lay.data, (lay.data,), ("dp",))
-    else:
-        group = contextlib.nullcontext()
+    group = _fake_group(lay, tp, fsdp)
     with group as mesh:
         def plan_build():
             job = build()
@@ -78,19 +101,7 @@ def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda
         plan_build.precision = build.precision
         counted = run_job(plan_build, mode, kernels, steps, timeline, on_step=on_step,
                           instrument=sharded.instrument if fsdp else None)
-    if pp > 1:
-        notes.append(f"pipeline stage {stage} of {pp}: 1F1B with {micro_batches} micro-batches "
-                     f"({min(pp - stage, micro_batches)} in flight), neighbours emulated "
-                     "(received activations and gradients as fresh tensors, the sent output's "
-                     "data freed as Megatron does)")
-    if tp > 1:
-        notes.append(f"rank 0 of tensor parallel {tp}: DTensor parallelize_module (torchtitan "
-                     "plan)" + (f", sequence parallel ({style} style)" if sp else "")
-                     + (", loss parallel" if lp else "") + " on a fake process group")
-    if fsdp:
-        notes.append(f"ZeRO-{lay.zero} as FSDP2 fully_shard per block + root over {lay.data} "
-                     "data-parallel ranks" + (" (2-D mesh dp x tp)" if tp > 1 else ""))
-    counted.notes.extend(notes)
+    counted.notes.extend(_plan_notes(lay, stage, micro_batches, sp, lp, fsdp, style))
     return counted
 
 
