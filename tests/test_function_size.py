@@ -24,7 +24,6 @@ CORE_OVER = {
     "charts/gpu_compare.py:gpu_comparison_chart",
     "charts/waterfall.py:waterfall_rows",
     "measure/tracing/hf.py:hf_job",
-    "measure/tracing/runner.py:run_job",
     "scenario/build.py:fields_of",
 }
 

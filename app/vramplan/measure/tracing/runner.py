@@ -104,10 +104,8 @@ class Counted:
     notes: list
 
 
-def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step=None,
-            instrument=None) -> Counted:
-    """Build the job (inside the fake mode, so parameters are fake) and run `steps` steps.
-    `instrument(model, counter, owner)` runs once after the build (sharded.py uses it)."""
+def _device_and_kernels(mode: str, kernels: str) -> tuple[str, str]:
+    """(torch device, kernel emulation) of a trace mode; refuses unknown ones."""
     if mode not in ("fake", "cpu", "cuda"):
         raise VramplanError(f"trace mode must be 'fake' or 'cpu', not '{mode}'")
     dev = "cuda" if mode == "cuda" else "cpu"
@@ -115,6 +113,66 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
         kernels = "cpu"   # real CUDA kernels: nothing to emulate
     if kernels not in ("cuda", "cpu"):
         raise VramplanError(f"trace kernels must be 'cuda' or 'cpu', not '{kernels}'")
+    return dev, kernels
+
+
+def _build_job(job_fn) -> tuple:
+    """(the Job job_fn builds with its precision as the default dtype, dtype, autocast dtype)."""
+    prec = getattr(job_fn, "precision", "fp32")
+    if prec not in PRECISIONS:
+        raise ScenarioError("precision", f"trace supports {', '.join(PRECISIONS)}; not '{prec}'")
+    dtype, amp = PRECISIONS[prec]
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)   # build pure-16-bit models in their dtype directly
+    try:
+        job: Job = job_fn()
+    finally:
+        torch.set_default_dtype(old)
+    return job, dtype, amp
+
+
+def _log_allocations(counter, log: list) -> None:
+    """Log allocations for the allocator model: wrap the counter's track/free."""
+    _orig_change = counter._change
+
+    def _change(r, d, draw):
+        log.append((id(r), r[0] if d > 0 else -1))
+        _orig_change(r, d, draw)
+    counter._change = _change
+
+
+def _train_step(job, step_mod, inputs, counter, amp_ctx, opt, owner: dict) -> None:
+    """One training step: forward and backward per micro-batch (or the job's pipeline / loss
+    parallel schedule), then the optimizer step, its states tracked, gradients set to None."""
+    sched = getattr(job, "schedule", None)   # pipeline / loss parallel: plan.py
+    for _ in range(job.micro_batches if sched is None else 0):
+        counter.phase = "forward"
+        with amp_ctx():
+            loss = step_mod(*inputs)
+        counter.phase = "backward"
+        loss.backward()
+        del loss
+    if sched is not None:
+        sched(step_mod, inputs, counter, amp_ctx)
+    counter.phase = "optimizer-step"
+    if opt is not None:
+        opt.step()
+        for p, st in opt.state.items():
+            for k, v in st.items():
+                if isinstance(v, torch.Tensor):
+                    if k == "step" and v.dim() == 0:
+                        continue  # a host scalar on CUDA too
+                    counter.track(v, "optimizer_states", owner.get(p))
+        opt.zero_grad(set_to_none=True)
+    else:
+        step_mod.zero_grad(set_to_none=True)
+
+
+def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step=None,
+            instrument=None) -> Counted:
+    """Build the job (inside the fake mode, so parameters are fake) and run `steps` steps.
+    `instrument(model, counter, owner)` runs once after the build (sharded.py uses it)."""
+    dev, kernels = _device_and_kernels(mode, kernels)
     t0 = time.perf_counter()
     counter = MemoryCounter(timeline=timeline)
     log = []
@@ -124,28 +182,13 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
         fake = FakeTensorMode()
     km = kernel_mode(kernels)
     with fake, torch.device(dev):
-        prec = getattr(job_fn, "precision", "fp32")
-        if prec not in PRECISIONS:
-            raise ScenarioError("precision", f"trace supports {', '.join(PRECISIONS)}; not '{prec}'")
-        dtype, amp = PRECISIONS[prec]
-        old = torch.get_default_dtype()
-        torch.set_default_dtype(dtype)   # build pure-16-bit models in their dtype directly
-        try:
-            job: Job = job_fn()
-        finally:
-            torch.set_default_dtype(old)
+        job, dtype, amp = _build_job(job_fn)
         model = job.model
         if any(p.dtype != dtype for p in model.parameters() if p.is_floating_point()):
             model = model.to(dtype)
         step_mod = _Step(model, job.loss_fn) if job.loss_fn else model
         hooks = _Hooks(counter, step_mod)
-        # log allocations for the allocator model: wrap track/free
-        _orig_change = counter._change
-
-        def _change(r, d, draw):
-            log.append((id(r), r[0] if d > 0 else -1))
-            _orig_change(r, d, draw)
-        counter._change = _change
+        _log_allocations(counter, log)
         for t, g in hooks.owner.items():
             counter.track(t, "weights", g)
         if instrument is not None:
@@ -171,28 +214,7 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
                             out = step_mod(*inputs)
                         del out
                     else:
-                        sched = getattr(job, "schedule", None)   # pipeline / loss parallel: plan.py
-                        for _ in range(job.micro_batches if sched is None else 0):
-                            counter.phase = "forward"
-                            with amp_ctx():
-                                loss = step_mod(*inputs)
-                            counter.phase = "backward"
-                            loss.backward()
-                            del loss
-                        if sched is not None:
-                            sched(step_mod, inputs, counter, amp_ctx)
-                        counter.phase = "optimizer-step"
-                        if opt is not None:
-                            opt.step()
-                            for p, st in opt.state.items():
-                                for k, v in st.items():
-                                    if isinstance(v, torch.Tensor):
-                                        if k == "step" and v.dim() == 0:
-                                            continue  # a host scalar on CUDA too
-                                        counter.track(v, "optimizer_states", hooks.owner.get(p))
-                            opt.zero_grad(set_to_none=True)
-                        else:
-                            step_mod.zero_grad(set_to_none=True)
+                        _train_step(job, step_mod, inputs, counter, amp_ctx, opt, hooks.owner)
                     counter.phase = "idle"
                     if on_step is not None:
                         on_step(step)
