@@ -23,7 +23,6 @@ NOT_CORE = ("ui", "server", "commands")
 CORE_OVER = {
     "charts/gpu_compare.py:gpu_comparison_chart",
     "charts/waterfall.py:waterfall_rows",
-    "measure/tracing/hf.py:hf_job",
     "scenario/build.py:fields_of",
 }
 

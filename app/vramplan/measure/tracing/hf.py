@@ -132,6 +132,35 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
             from None
 
 
+def _inputs_and_losses(kind: str, config: dict, scn, model, b: int, vocab: int,
+                       labels: int) -> tuple:
+    """(random inputs, the training loss, the forward) of a model kind: images and labels,
+    source and target ids, ids and class labels, or ids (a decoder's labels are its ids)."""
+    if kind == "vision":
+        h, w = _size(scn, config)
+        classes = int(getattr(model.config, "num_labels", 2))
+        inputs = (torch.randn(b, int(config.get("num_channels", 3)), h, w),
+                  torch.randint(0, classes, (b,)))
+        loss = lambda net, x, y: net(pixel_values=x, labels=y).loss  # noqa: E731
+        fwd = lambda net, x, y: net(pixel_values=x).logits  # noqa: E731
+    elif kind == "encoder-decoder":
+        t = int(scn.target_len or scn.seq_len)
+        inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
+                  torch.randint(0, vocab, (b, t)))
+        loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
+        fwd = lambda net, x, y: net(input_ids=x, decoder_input_ids=y).logits  # noqa: E731
+    elif kind == "encoder":
+        inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
+                  torch.randint(0, labels, (b,)))
+        loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
+        fwd = lambda net, x, y: net(input_ids=x).logits  # noqa: E731
+    else:
+        inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),)
+        loss = lambda net, x: net(input_ids=x, labels=x).loss  # noqa: E731
+        fwd = lambda net, x: net(input_ids=x).logits  # noqa: E731
+    return inputs, loss, fwd
+
+
 def hf_job(config: dict, scn):
     """The builder of one traced run of `config` under scenario `scn` (its task, batch,
     seq_len / target_len / resolution, precision, optimizer, attention, checkpointing, LoRA)."""
@@ -163,28 +192,7 @@ def hf_job(config: dict, scn):
             if apply_lora(model, lora.rank, lora.alpha, lora.targets) == 0:
                 raise ScenarioError("lora", f"no Linear named {', '.join(lora.targets)} in the "
                                             "traced model")
-        if kind == "vision":
-            h, w = _size(scn, config)
-            classes = int(getattr(model.config, "num_labels", 2))
-            inputs = (torch.randn(b, int(config.get("num_channels", 3)), h, w),
-                      torch.randint(0, classes, (b,)))
-            loss = lambda net, x, y: net(pixel_values=x, labels=y).loss  # noqa: E731
-            fwd = lambda net, x, y: net(pixel_values=x).logits  # noqa: E731
-        elif kind == "encoder-decoder":
-            t = int(scn.target_len or scn.seq_len)
-            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
-                      torch.randint(0, vocab, (b, t)))
-            loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
-            fwd = lambda net, x, y: net(input_ids=x, decoder_input_ids=y).logits  # noqa: E731
-        elif kind == "encoder":
-            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
-                      torch.randint(0, labels, (b,)))
-            loss = lambda net, x, y: net(input_ids=x, labels=y).loss  # noqa: E731
-            fwd = lambda net, x, y: net(input_ids=x).logits  # noqa: E731
-        else:
-            inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),)
-            loss = lambda net, x: net(input_ids=x, labels=x).loss  # noqa: E731
-            fwd = lambda net, x: net(input_ids=x).logits  # noqa: E731
+        inputs, loss, fwd = _inputs_and_losses(kind, config, scn, model, b, vocab, labels)
         gen = ({"hf": True, "new_tokens": int(scn.new_tokens)} if task == "generate"
                else None)
         return Job(model, inputs, loss if train else fwd, task, prec,
