@@ -50,6 +50,32 @@ def breakdown_rows(components: Mapping[str, int], *, min_label_fraction: float =
     return rows
 
 
+def _limit_layers(usable_bytes: int, gpu_name: str, fits, x_max: float, height: int,
+                  lang: str) -> list:
+    """The GPU's usable memory as a dashed rule (red when the plan does not fit) and its
+    label."""
+    import altair as alt
+    layers: list = []
+    line = {"usable_gib": round(usable_bytes / GiB, 3),
+            "text": gettext("{gpu}: {size} GiB usable", lang).format(
+                gpu=gpu_name, size=theme.gib_number(usable_bytes, lang))}
+    color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
+    rule_base = alt.Chart(alt.Data(values=[line]))
+    layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],
+                                      y=-8, y2=height + 4).encode(
+        x=alt.X("usable_gib:Q"), tooltip=[alt.Tooltip("text:N", title=gettext("Limit", lang))]))
+    # the label sits on the side of the line with room (inside the plot either way); in
+    # a narrow chart (a phone) it starts at the plot's left edge, where it fits whole
+    left = usable_bytes / GiB < x_max * 0.5
+    narrow = f"width < {theme.NARROW}"
+    at_line = f"scale('x', {line['usable_gib']})"
+    layers.append(rule_base.mark_text(
+        align={"expr": f"{narrow} ? 'left' : '{'left' if left else 'right'}'"},
+        x={"expr": f"{narrow} ? 0 : {at_line} + {4 if left else -4}"},
+        y=-8, baseline="bottom", fontSize=11, color=color).encode(text="text:N"))
+    return layers
+
+
 def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = None, *,
                     gpu_name: str = "GPU", fits: bool | None = None,
                     width: int | str = "container", height: int = 64, lang: str = "en"):
@@ -87,23 +113,7 @@ def breakdown_chart(components: Mapping[str, int], usable_bytes: int | None = No
         x="mid:Q", text="text:N")
     layers = [bars, labels]
     if usable_bytes:
-        line = {"usable_gib": round(usable_bytes / GiB, 3),
-                "text": gettext("{gpu}: {size} GiB usable", lang).format(
-                    gpu=gpu_name, size=theme.gib_number(usable_bytes, lang))}
-        color = theme.LIMIT_COLOR if fits is not False else theme.NO_FIT_COLOR
-        rule_base = alt.Chart(alt.Data(values=[line]))
-        layers.append(rule_base.mark_rule(color=color, strokeWidth=2, strokeDash=[5, 3],
-                                          y=-8, y2=height + 4).encode(
-            x=alt.X("usable_gib:Q"), tooltip=[alt.Tooltip("text:N", title=gettext("Limit", lang))]))
-        # the label sits on the side of the line with room (inside the plot either way); in
-        # a narrow chart (a phone) it starts at the plot's left edge, where it fits whole
-        left = usable_bytes / GiB < x_max * 0.5
-        narrow = f"width < {theme.NARROW}"
-        at_line = f"scale('x', {line['usable_gib']})"
-        layers.append(rule_base.mark_text(
-            align={"expr": f"{narrow} ? 'left' : '{'left' if left else 'right'}'"},
-            x={"expr": f"{narrow} ? 0 : {at_line} + {4 if left else -4}"},
-            y=-8, baseline="bottom", fontSize=11, color=color).encode(text="text:N"))
+        layers += _limit_layers(usable_bytes, gpu_name, fits, x_max, height, lang)
     return (
         alt.layer(*layers)
         .properties(width=width, height=height, padding={"top": 18, "left": 4, "right": 8})
