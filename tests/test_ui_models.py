@@ -115,7 +115,7 @@ def test_the_panels_below_the_verdict_are_made_after_the_first_paint(new_app, ke
     app.panel.banner._view_count = 1               # the browser shows the verdict
     assert app.later and app.results.children[2:4] == (app.ranks, app.advisor)
     assert app.results.children[-2:] == (app.trace, app.live)
-    assert app.device.name in app.card.value and "batch_size=2" in app.export.value
+    assert app.device.name in app.card.value and "batch_size=2" in app.export.share.query
     assert len(_models() - before) <= PAGE_MODELS
     app.set_lang("zh")                             # a new first screen, in Chinese
     assert not app.later and list(app.results.children) == [app.notices, app.panel, app.trace,
