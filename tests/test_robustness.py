@@ -295,7 +295,12 @@ def bigger_batch(d, e):
     if e2 is not None:
         check(e2)
         assert e2.peak_allocated_bytes >= e.peak_allocated_bytes, (d, b)
-        assert e2.device_used_bytes >= e.device_used_bytes, (d, b)
+        # Known limit of the allocator model (overhead.rounding_waste): a largest request of
+        # 1-10 MiB wastes the rest of its 20 MiB segment, so when it grows (2 -> 6.6 MB) and the
+        # peak moves to another phase, reserved may fall by less than one 20 MiB segment while
+        # allocated still rises (opt-350m QLoRA PP2 on 32 GPUs, batch 1 -> 3: -1.97 MB of
+        # 2.71 GB). More than that is a regression.
+        assert e2.device_used_bytes > e.device_used_bytes - 20 * 2**20, (d, b)
 
 
 def make_test(family):

@@ -28,6 +28,7 @@ LABELS = {
     "weight_bytes_per_step": N_("Weights read per step"), "kv_bytes_per_step": N_("KV cache read per step"),
     "tokens_per_step": N_("Tokens per step"), "steps": N_("Steps"), "fps": N_("Frame rate"),
     "bound": N_("Bound by"), "compute_dtype": N_("Compute dtype"),
+    "workload_kind": N_("Workload kind"),
     "min_step_time_s": N_("Step time floor (memory and compute)"),
     "min_step_time_datasheet_s": N_("Step time floor (datasheet bandwidth and compute)"),
     "memory_floor_s": N_("Memory time per step"), "compute_floor_s": N_("Compute time per step"),
