@@ -86,3 +86,36 @@ def test_cli_cluster(capsys):
     assert main(["cluster", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
                  "--tokens-per-step", "1000", "--gpu", H100]) == 2
     assert "not a multiple" in capsys.readouterr().err
+
+
+def test_cli_cluster_uses_the_one_memory_limit(capsys):
+    """One answer per question: `vramplan cluster` checks ranks against the estimate's limit
+    (usable memory less the scenario key safety_margin, 0 by default), not a limit of its own;
+    --safety-margin (alias --headroom) is read like the key and refused by its name."""
+    import json
+
+    from vramplan.cli import main
+    from vramplan.hardware import get_gpu
+    usable = get_gpu(H100).usable_bytes
+    args = ["cluster", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
+            "--global-batch", "32", "--gpu", H100, "--max-gpus", "8", "--format", "json"]
+    for extra, limit in (([], usable), (["--safety-margin", "5%"], usable - int(usable * 0.05)),
+                         (["--headroom", "2 GiB"], usable - 2 * 2**30)):
+        assert main(args + extra) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["job"]["limit_bytes"] == limit, extra
+        assert out["front"] and all(o["device_used_bytes"] <= limit for o in out["front"])
+    assert main(args + ["--safety-margin", "60%"]) == 2
+    assert "safety_margin" in capsys.readouterr().err
+
+
+def test_page_cluster_view_uses_the_plans_memory_limit():
+    from vramplan.estimate import memory_limit
+    from vramplan.hardware import get_gpu, traits_of
+    from vramplan.scenario import Scenario
+    from vramplan.ui.cluster_view import ClusterView
+    sc = Scenario.from_dict({"model": "meta-llama/Llama-3.1-8B", "task": "train",
+                             "batch_size": 1, "seq_len": 4096, "gpu": H100,
+                             "safety_margin": "2 GiB"})
+    dev = traits_of(get_gpu(H100))
+    assert ClusterView._limit(sc, dev) == memory_limit(sc, dev) == dev.usable_bytes - 2 * 2**30

@@ -25,8 +25,8 @@ def register(subparsers) -> None:
                     "expert for MoE) parallel layouts, ZeRO stage, activation checkpointing "
                     "and micro-batch / accumulation that keep the global batch, respect head, "
                     "layer and expert divisibility and keep tensor parallelism inside one "
-                    "NVLink domain, checks that every rank fits (the estimate, less a 5%% "
-                    "headroom by default), prices each by step time (compute at a stated "
+                    "NVLink domain, checks that every rank fits (the estimate's "
+                    "memory limit: usable memory less --safety-margin, 0 by default), prices each by step time (compute at a stated "
                     "efficiency, the pipeline bubble, communication on its links) and prints "
                     "the Pareto front: fewest GPUs, fastest step, fewest GPU-hours.")
     p.add_argument("--model", required=True, metavar="ID", help="a transformer of the catalog")
@@ -49,8 +49,9 @@ def register(subparsers) -> None:
                         "ports, else 50)")
     p.add_argument("--token-budget", type=float, default=1e12, metavar="TOKENS",
                    help="tokens the run trains on, for GPU-hours (default 1e12)")
-    p.add_argument("--headroom", metavar="SHARE|SIZE", default="5%",
-                   help="memory to leave free per GPU (default 5%%)")
+    p.add_argument("--safety-margin", "--headroom", dest="safety_margin", metavar="SHARE|SIZE",
+                   help="memory kept free per GPU, as the scenario key safety_margin ('5%%', "
+                        "0.05 or '2 GiB'; default 0, the estimate's own limit: usable memory)")
     add_format_arg(p, ("table", "json"))
     p.set_defaults(func=run)
 
@@ -70,9 +71,10 @@ def job_of(a):
             raise VramplanError(f"{name} must be >= 1, got {v}")
     if a.token_budget <= 0:
         raise VramplanError("--token-budget must be > 0")
-    from ..advisor import limit_for, parse_headroom
     from ..hardware import get_gpu
-    limit = int(limit_for(get_gpu(a.gpu).usable_bytes, parse_headroom(a.headroom)))
+    from ..scenario.rules import memory_limit, read_safety_margin
+    margin = read_safety_margin(a.safety_margin) if a.safety_margin is not None else 0
+    limit = int(memory_limit(margin, get_gpu(a.gpu).usable_bytes))
     return Job(a.model, a.seq_len, batch, a.gpu, a.precision, a.optimizer, a.max_gpus,
                a.gpus_per_node, a.network_gbs, a.token_budget, limit_bytes=limit)
 

@@ -69,7 +69,7 @@ class ClusterView(W.VBox):
         est = st.estimate
         sc, dev = st.scenario, st.device
         want = est is not None and (not est.fits or sc.parallel.gpus > 1)
-        job = job_for(sc, dev, self._limit(dev)) if want else None
+        job = job_for(sc, dev, self._limit(sc, dev)) if want else None
         if job is None:
             self.layout.display = "none"
             return
@@ -80,9 +80,11 @@ class ClusterView(W.VBox):
         self.jobs.run(lambda: solve_for(job), lambda got: self._done(result, job, got))
 
     @staticmethod
-    def _limit(dev) -> int:
-        from ..advisor import limit_for, parse_headroom
-        return int(limit_for(dev.usable_bytes, parse_headroom(None)))
+    def _limit(sc, dev) -> int:
+        """The plan's own memory limit (usable less its safety_margin), the one the verdict,
+        max batch and the advisor use."""
+        from ..estimate import memory_limit
+        return int(memory_limit(sc, dev))
 
     def _done(self, result, job, got) -> None:
         if result is not self.state.result:
