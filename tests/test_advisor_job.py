@@ -98,3 +98,22 @@ def test_64_gpu_data_parallel_plan_gets_a_layout_on_its_own_64():
     assert own and all(_global_batch(p.scenario) == 64 for p in adv.plans)
     assert own[0].scenario.parallel.zero == 3
     assert estimate(own[0].scenario, H100).device_used_bytes <= adv.limit_bytes
+
+
+def test_pipeline_bubble_is_priced_as_step_time_not_compute(pretrain):
+    """The 1F1B bubble (p - 1) / m is idle time, not extra FLOPs: a pipelined plan's cost
+    carries it as bubble_share and the card reads '... step time in the pipeline bubble'
+    (it read '+100% compute'). By hand for PP 2 with one micro-batch: (2 - 1) / 1 = +100%."""
+    from vramplan.charts.waterfall import cost_text
+    piped = [p for p in pretrain.plans if p.scenario.parallel.pipeline > 1]
+    assert piped
+    for p in piped:
+        pp = p.scenario.parallel.pipeline
+        m = p.scenario.gradient_accumulation
+        assert p.cost.bubble_share == pytest.approx((pp - 1) / m)
+        assert p.cost.compute_share == 0
+        text = cost_text(p.cost)
+        assert "step time in the pipeline bubble" in text and "compute" not in text, text
+        assert p.cost.total_step_s == pytest.approx(
+            p.cost.step_time_s * (1 + p.cost.bubble_share) + p.cost.communication_time_s
+            + p.cost.host_time_s)

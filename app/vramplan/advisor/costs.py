@@ -45,6 +45,7 @@ class Cost:
     sources: tuple = ()
     notes: tuple = ()
     transfers: tuple = ()         # comm.Transfer.to_dict() of each collective: bytes, link, time
+    bubble_share: float = 0.0     # pipeline bubble (p - 1) / m: idle step time, not more FLOPs
 
     @property
     def time_share(self) -> float:
@@ -60,8 +61,8 @@ class Cost:
         compute, plus the communication and host-transfer time not hidden behind it."""
         if not self.step_time_s:
             return None
-        return self.step_time_s * (1 + self.compute_share) + self.communication_time_s + \
-            self.host_time_s
+        return self.step_time_s * (1 + self.compute_share + self.bubble_share) + \
+            self.communication_time_s + self.host_time_s
 
     @property
     def gpu_seconds(self) -> float | None:
@@ -74,7 +75,8 @@ class Cost:
         """One number to rank by: compute + time shares + the ranking weights of risk and
         of a change to the job (`[ranking]` of costs.toml, a stated policy)."""
         rk = table()["ranking"]
-        return (self.compute_share + self.time_share + rk["risk_weight"][self.accuracy_risk]
+        return (self.compute_share + self.bubble_share + self.time_share
+                + rk["risk_weight"][self.accuracy_risk]
                 + (rk["job_change_weight"] if self.changes_job else 0.0))
 
     def __add__(self, other: "Cost") -> "Cost":
@@ -88,10 +90,12 @@ class Cost:
                     self.step_time_s or other.step_time_s,
                     tuple(dict.fromkeys(self.sources + other.sources)),
                     tuple(dict.fromkeys(self.notes + other.notes)),
-                    self.transfers + other.transfers)
+                    self.transfers + other.transfers,
+                    self.bubble_share + other.bubble_share)
 
     def to_dict(self) -> dict:
         return {"compute_share": round(self.compute_share, 4),
+                "bubble_share": round(self.bubble_share, 4),
                 "communication_bytes_per_step": int(self.communication_bytes_per_step),
                 "communication_time_s": round(self.communication_time_s, 6), "link": self.link,
                 "host_bytes_per_step": int(self.host_bytes_per_step),

@@ -247,7 +247,7 @@ def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
                        transfers=new["transfers"])
         if sc2.parallel.pipeline > ctx.sc.parallel.pipeline:
             bubble = (sc2.parallel.pipeline - 1) / max(1, sc2.gradient_accumulation)
-            cost = replace(cost, compute_share=cost.compute_share + bubble,
+            cost = replace(cost, bubble_share=cost.bubble_share + bubble,
                            notes=cost.notes + ("1F1B bubble (p - 1) / m; more micro-batches "
                                                "(gradient accumulation) shrink it",))
     if lever.cost == "offload" or lever.id == "model-cpu-offload":

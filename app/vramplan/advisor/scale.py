@@ -42,7 +42,7 @@ def cost(opt: Option, added: tuple = ()) -> C.Cost:
     _, _, link = comm.total(opt.transfers)
     base = C.of("zero", gpus=opt.gpus)
     return replace(base, step_time_s=opt.compute_s,
-                   compute_share=opt.bubble_s / opt.compute_s if opt.compute_s else 0.0,
+                   bubble_share=opt.bubble_s / opt.compute_s if opt.compute_s else 0.0,
                    communication_bytes_per_step=int(sum(t.nbytes for t in opt.transfers)),
                    communication_time_s=opt.comm_s, link=link,
                    transfers=tuple(t.to_dict() for t in opt.transfers),
@@ -51,7 +51,8 @@ def cost(opt: Option, added: tuple = ()) -> C.Cost:
                                            "extra compute, exposed communication)",),
                    notes=(f"keeps the global batch: {opt.layout.data} x {opt.layout.micro} x "
                           f"{opt.layout.accumulation} sequences per step",
-                          "compute_share: the 1F1B pipeline bubble (p - 1) / m") +
+                          "bubble_share: the 1F1B pipeline bubble (p - 1) / m, idle step "
+                          "time") +
                    ((f"with {', '.join(added)}",) if added else ()))
 
 

@@ -360,7 +360,7 @@ def _layout_cost(ctx, sc2, sizes, n) -> C.Cost:
     est2 = estimate(sc2, ctx.dev, with_max_batch=False)
     cost = replace(cost, **layout_comm(ctx, sc2, C.step_time(est2, ctx.spec)))
     if sc2.parallel.pipeline > 1:
-        cost = cost + C.of("pipeline-parallel", compute_share=(sc2.parallel.pipeline - 1) /
+        cost = cost + C.of("pipeline-parallel", bubble_share=(sc2.parallel.pipeline - 1) /
                            max(1, sc2.gradient_accumulation))
     if sc2.parallel.shard_group > 1 and sc2.parallel.zero == 0:
         cost = cost + C.of("data-parallel")
@@ -401,7 +401,7 @@ def pareto(plans: list[Plan]) -> list[Plan]:
     def axes(p):
         c = p.cost
         step = c.total_step_s
-        return (step if step is not None else c.compute_share + c.time_share,
+        return (step if step is not None else c.compute_share + c.bubble_share + c.time_share,
                 c.communication_time_s + c.host_time_s, p.gpus,
                 C.RISKS.index(c.accuracy_risk), int(c.changes_job))
     keep = []

@@ -17,7 +17,7 @@ KIND_COLORS = {
 
 LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
 NO_COST = "no extra compute or traffic"      # a change whose every cost figure is nil
-ADVISOR_COST_KEYS = ("compute_share", "time_share", "accuracy_risk", "changes_job", "score")
+ADVISOR_COST_KEYS = ("compute_share", "bubble_share", "time_share", "accuracy_risk", "changes_job", "score")
 
 
 def _pct(v: float) -> str:
@@ -39,6 +39,9 @@ def cost_text(cost: Any, lang: str = "en") -> str:
     parts = []
     if theme.finite(c.get("compute_share")) and c["compute_share"] > 0:
         parts.append(_t("{share} compute", lang).format(share=_share(c["compute_share"])))
+    if theme.finite(c.get("bubble_share")) and c["bubble_share"] > 0:
+        parts.append(_t("{share} step time in the pipeline bubble", lang).format(
+            share=_share(c["bubble_share"])))
     if theme.finite(c.get("time_share")) and c["time_share"] > 0:
         link = c.get("host_link") or c.get("link")
         link = translate_message(str(link), lang) if link else link

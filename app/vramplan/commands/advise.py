@@ -65,6 +65,8 @@ def _cost(c) -> str:
     parts = []
     if c.compute_share:
         parts.append(f"+{c.compute_share:.0%} compute")
+    if c.bubble_share:
+        parts.append(f"+{c.bubble_share:.0%} step time in the pipeline bubble")
     if c.communication_time_s:
         parts.append(f"{c.communication_bytes_per_step / 1e9:.1f} GB comm over {c.link} "
                      f"({c.communication_time_s * 1e3:.0f} ms not hidden)")
