@@ -188,3 +188,19 @@ def test_normalise():
     assert errors == {} and sc == Scenario.from_dict({"model": "gpt2", "parallel": {"gpus": 2}})
     sc, errors = normalise({"model": "gpt2", "batch_size": -1})
     assert sc is None and set(errors) == {"batch_size"}
+
+
+def test_low_precision_training_recipes_are_offered_to_train_only():
+    """MXFP8 / NVFP4 training (torchao's converted linears) is a training recipe: the form
+    offers it for `train` only, and any other task refuses it naming `precision` (the form
+    offered it to lora and inference, where the estimate then refused it)."""
+    from vramplan.errors import ScenarioError
+    from vramplan.scenario import Scenario
+    from vramplan.scenario.rules import precisions_for
+    from vramplan.vocab import LOW_PRECISION_TRAINING
+    assert set(LOW_PRECISION_TRAINING) <= set(precisions_for("train"))
+    for task in ("lora", "qlora", "forward", "generate", "serve", "denoise", "load"):
+        assert not set(LOW_PRECISION_TRAINING) & set(precisions_for(task)), task
+    with pytest.raises(ScenarioError, match="precision"):
+        Scenario.from_dict({"model": "meta-llama/Llama-3.1-8B", "task": "generate",
+                            "precision": "mxfp8-train", "gpu": "nvidia-h100-sxm5-80gb"})

@@ -92,8 +92,10 @@ def test_mxfp8_keeps_bf16_saved_tensors_and_casts_in_backward():
      "precision"),
 ])
 def test_refused_outside_transformer_train(d, key):
-    sc = Scenario.from_dict(d)
+    """Refused naming the key: by the scenario (the task's precisions leave the training
+    recipes out) or by the footprint (a family or an option that cannot take them)."""
     with pytest.raises(ScenarioError) as e:
+        sc = Scenario.from_dict(d)
         footprint(sc, sc.spec, None)
     assert e.value.key == key
 

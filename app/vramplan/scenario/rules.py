@@ -9,8 +9,9 @@ read on their own.
 from __future__ import annotations
 
 from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES,  # noqa: F401
-                     LORA_TASKS, MODELLESS_TASKS, OPTIMIZERS, PRECISION_BYTES, PRECISIONS,
-                     QUANTISED, TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES, VISION_FAMILIES)
+                     LORA_TASKS, LOW_PRECISION_TRAINING, MODELLESS_TASKS, OPTIMIZERS,
+                     PRECISION_BYTES, PRECISIONS, QUANTISED, TASKS, TRAINING_TASKS,
+                     TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from ..workloads.registry import family_defaults, family_tasks, families
 from ..errors import VramplanError
 from ..hardware import get_gpu
@@ -196,7 +197,8 @@ def precisions_for(task: str) -> tuple[str, ...]:
     if task == "qlora":   # MXFP4 / NVFP4 checkpoints are dequantised to train (transformers
         # Mxfp4Config(dequantize=True), the gpt-oss fine-tuning recipe): not QLoRA bases
         return tuple(p for p in PRECISIONS if p in QUANTISED and p not in ("mxfp4", "nvfp4"))
-    return PRECISIONS
+    # MXFP8 / NVFP4 training recipes (torchao) convert the trained linears: training only
+    return tuple(p for p in PRECISIONS if p not in LOW_PRECISION_TRAINING)
 
 
 def supported_tasks(family: str | None) -> tuple[str, ...]:
