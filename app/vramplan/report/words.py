@@ -31,6 +31,10 @@ def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
         head = usable - used
     detail = "" if head is None else tr("{size} headroom", lang, size=size(head, lang)) \
         if fits else tr("short by {size}", lang, size=size(-head, lang))
+    why = engine_why(est, lang)
+    if why and not fits:         # within the limit, but the serving engine would not start
+        return {"fits": fits, "title": title, "detail": why,
+                "sentence": tr("{title}: {why}", lang, title=title, why=why)}
     if used is None or usable is None:
         sentence = title
     elif fits:
@@ -42,6 +46,17 @@ def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
                       lang, gpu=name, used=size(used, lang), usable=size(usable, lang),
                       over=size(used - usable, lang))
     return {"fits": fits, "title": title, "detail": detail, "sentence": sentence}
+
+
+def engine_why(est: Mapping[str, Any], lang: str = "en") -> str:
+    """'the engine does not start: its KV pool holds 12,096 of 131,072 tokens' when the
+    estimate's `serving` section says vLLM's start-up check fails; '' otherwise."""
+    sv = est.get("serving") or {}
+    if not sv or sv.get("engine_starts", True):
+        return ""
+    return tr("the engine does not start: its KV pool holds {n} of {m} tokens", lang,
+              n=count(sv.get("longest_context_tokens"), lang),
+              m=count(sv.get("max_model_len"), lang))
 
 
 # a growth key as a sentence names it (others: the key with spaces)

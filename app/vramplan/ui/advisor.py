@@ -12,6 +12,7 @@ import ipywidgets as W
 
 from . import looks as L
 from ..charts.waterfall import cost_text
+from ..report.words import engine_why
 from .i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
@@ -129,16 +130,23 @@ class AdvisorPanel(W.VBox):
     def _show(self, adv) -> None:
         self.buttons = []
         usable = adv.estimate.gpu.usable_bytes
+        over = adv.estimate.device_used_bytes - adv.limit_bytes
+        why = engine_why(adv.estimate.to_dict(), current_lang())
         if adv.fits:
+            kept = usable - adv.limit_bytes
             head = _("Fits, leaving {free} free ({kept} kept as headroom).").format(
-                free=size(usable - adv.estimate.device_used_bytes),
-                kept=size(usable - adv.limit_bytes))
+                free=size(usable - adv.estimate.device_used_bytes), kept=size(kept)) if kept \
+                else _("Fits, leaving {free} free.").format(
+                    free=size(usable - adv.estimate.device_used_bytes))
             grow = growth_text(adv.growth, adv.scenario)
             self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
+        elif adv.plans and why:   # within the limit, but the serving engine would not start
+            self.status.value = ("<div class='vp-hint'>" + _e(why[:1].upper() + why[1:]) + ". "
+                                 + _("Plans that fit, cheapest first:") + "</div>")
         elif adv.plans:
             self.status.value = ("<div class='vp-hint'>" + _(
                 "Short by {size} with the headroom kept. Plans that fit, cheapest first:").format(
-                size=gib(adv.estimate.device_used_bytes - adv.limit_bytes)) + "</div>")
+                size=gib(over)) + "</div>")
         else:
             self.status.value = message_html(_("No combination of changes found that fits; "
                                                "see the single changes below."), "info")

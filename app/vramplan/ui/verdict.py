@@ -15,7 +15,7 @@ from .chart import ChartPanel
 from .i18n import _, current_lang, msg
 from .section import section
 from ..report.ranks import decided_by
-from ..report.words import verdict as verdict_words
+from ..report.words import engine_why, verdict as verdict_words
 from ..vocab import phase_label
 from .text import count, format_params, gib, message_html
 
@@ -77,10 +77,8 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     by = decided_by(est, current_lang())   # the rank with the most memory, when ranks differ
     if by:
         detail += " · " + by
-    sv = est.get("serving") or {}
-    if sv and not sv.get("engine_starts", True):   # vLLM's start-up check (estimate.serving)
-        detail = _("the engine does not start: its KV pool holds {n} of {m} tokens").format(
-            n=count(sv["longest_context_tokens"]), m=count(sv["max_model_len"]))
+    if engine_why(est, current_lang()):   # vLLM's start-up check: the words' detail alone
+        detail = words["detail"]
     pct = used / usable if usable else 0
     banner = (
         f"<div class='vp-verdict {'vp-fits' if fits else 'vp-nofit'}'>"
