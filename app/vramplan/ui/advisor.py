@@ -55,6 +55,7 @@ class AdvisorPanel(W.VBox):
             "If you can change the job (accuracy risk given)") + "</div>")
         self.allow = L.checkbox(value=False, indent=False, description=_(
             "Plans may change the job (LoRA, 8-bit optimizers, a shorter context)"))
+        self.allow.add_class("vp-allow")            # its whole label, wrapped (not cut off)
         self.allow.observe(self._allow, "value")
         self.card = section(_("What to change"), self.status, self.allow, self.plans,
                             self.changes, cls="vp-advisor")

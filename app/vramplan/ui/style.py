@@ -106,6 +106,9 @@ CSS = PAGE + f"""
 .vp-field .widget-checkbox .widget-label-basic, .vp-field .widget-checkbox label {{
     font-size: 12.5px; white-space: normal; }}
 .vp-field .widget-checkbox input {{ margin-right: 6px; }}
+.vp-allow.widget-checkbox {{ width: auto; max-width: 100%; height: auto; }}
+.vp-allow .widget-label-basic, .vp-allow label {{ white-space: normal; overflow: visible;
+    text-overflow: clip; max-width: none; font-size: 12.5px; }}
 .vp-boxes {{ flex-wrap: wrap; gap: 0; }}
 .vp-model-picker {{ gap: 4px; width: 100%; }}
 .vp-model-picker .widget-upload, .vp-export .widget-upload, .vp-small-btn, .vp-choice,
