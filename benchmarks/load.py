@@ -70,7 +70,7 @@ def run_load(sessions: int = 16, preheat: int = 0, changes: int = 3, cull_idle: 
     if recover_timeout_s is None:  # the page's shutdown beacon, else culling
         recover_timeout_s = cull_idle + 2 * cull_interval + 60
     from vramplan.hardware import default_db
-    from vramplan.ui.controls import GpuPicker
+    from vramplan.ui.widgets.controls import GpuPicker
     small = default_db().get(SMALL_GPU)
     plan = {"changes": changes, "render_timeout_ms": int(render_timeout_s * 1000),
             "step_timeout_ms": int(step_timeout_s * 1000), "small_gpu_name": small.name,

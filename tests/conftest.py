@@ -58,8 +58,8 @@ class FakeLoop:
 
 @pytest.fixture
 def kernel_loop(monkeypatch):
-    """The UI runs as in a kernel (`vramplan.ui.jobs.kernel()` has an io_loop): the FakeLoop."""
-    from vramplan.ui import jobs
+    """The UI runs as in a kernel (`vramplan.ui.widgets.jobs.kernel()` has an io_loop): the FakeLoop."""
+    from vramplan.ui.widgets import jobs
     loop = FakeLoop()
     monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=loop))
     return loop

@@ -19,7 +19,7 @@ PKG = Path(charts.__file__).resolve().parents[1]
 # a CSS/SVG colour: #rrggbb anywhere, #rgb after a quote, colon or '=' (not an issue number)
 HEX = re.compile(r"#[0-9a-fA-F]{6}\b|[\"':=]\s*#[0-9a-fA-F]{3}\b")
 # the page's own stylesheet (CSS of widgets and cards, no chart or component colour)
-PAGE_CSS = {PKG / "ui" / "style.py"}
+PAGE_CSS = {PKG / "ui" / "widgets" / "style.py"}
 
 
 def test_no_colour_outside_the_theme():

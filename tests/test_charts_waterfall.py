@@ -95,7 +95,7 @@ def test_gpus_chart_has_one_label_layer_that_is_never_empty():
 
 def test_ui_landscape_is_the_builders_chart():
     pytest.importorskip("ipywidgets")
-    from vramplan.ui.explore import landscape_chart
+    from vramplan.ui.widgets.explore import landscape_chart
     spec = landscape_chart(DEVICES, "big").to_dict()
     assert [ly["mark"]["type"] for ly in spec["layer"]] == ["circle", "point", "text"]
 

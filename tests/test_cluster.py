@@ -113,7 +113,7 @@ def test_page_cluster_view_uses_the_plans_memory_limit():
     from vramplan.estimate import memory_limit
     from vramplan.hardware import get_gpu, traits_of
     from vramplan.scenario import Scenario
-    from vramplan.ui.cluster_view import ClusterView
+    from vramplan.ui.widgets.cluster_view import ClusterView
     sc = Scenario.from_dict({"model": "meta-llama/Llama-3.1-8B", "task": "train",
                              "batch_size": 1, "seq_len": 4096, "gpu": H100,
                              "safety_margin": "2 GiB"})

@@ -13,9 +13,9 @@ pytest.importorskip("ipywidgets")
 
 from vramplan.estimate import estimate  # noqa: E402
 from vramplan.report import sweep_csv  # noqa: E402
-from vramplan.ui.export import ExportPanel, file_url  # noqa: E402
-from vramplan.ui.i18n import speaking  # noqa: E402
-from vramplan.ui.state import PlanState  # noqa: E402
+from vramplan.ui.widgets.export import ExportPanel, file_url  # noqa: E402
+from vramplan.ui.state.i18n import speaking  # noqa: E402
+from vramplan.ui.state.state import PlanState  # noqa: E402
 from vramplan.units import GiB  # noqa: E402
 
 PLAN = {"model": "gpt2", "task": "train", "batch_size": 8, "seq_len": 1024,

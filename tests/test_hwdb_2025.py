@@ -214,7 +214,7 @@ def test_gpu_card_states_the_share(capsys):
 
 
 def test_device_card_shows_the_share(db):
-    from vramplan.ui.device_card import device_card_html
+    from vramplan.ui.widgets.device_card import device_card_html
     html = device_card_html(db.get("apple-m3-ultra").to_dict(), db.sources)
     assert "384 GiB" in html and "75.0%" in html and "iogpu.wired_limit_mb" in html
 

@@ -277,8 +277,8 @@ def _untranslated(app, names) -> dict[str, list[str]]:
 
 def family_plans():
     """One default plan per family the model picker offers, and each model-free task."""
-    from vramplan.ui import state as S
-    from vramplan.ui.model_picker import family_options
+    from vramplan.ui.state import state as S
+    from vramplan.ui.widgets.model_picker import family_options
     fams = [v for _, v in family_options() if v not in (S.ALL, S.OWN, S.NO_MODEL)]
     return [("family", f) for f in fams] + [("task", t) for t in ("render", "volume", "array")]
 
@@ -435,7 +435,7 @@ def test_two_pages_in_one_kernel_keep_their_own_languages(db, monkeypatch):
 
 
 def test_a_widget_callback_speaks_its_page_language_and_leaves_no_global():
-    from vramplan.ui.i18n import _, current_lang, speaking, speaking_for
+    from vramplan.ui.state.i18n import _, current_lang, speaking, speaking_for
 
     class Page:
         lang = "zh"
@@ -501,8 +501,8 @@ def test_a_note_with_its_figures_reads_in_chinese_by_hand():
         "屋顶线模型（roofline）：每步 68.1 TFLOP、85.38 GB -> 797 FLOP/B，GPU 的拐点为 193："
         "受算力限制。计算下限按数据手册中 bf16 的稠密峰值（165.2 TFLOPS）计；vramplan 没有此"
         "工作负载的实测 FLOPs 利用率，因此实际每步比两个下限都慢")
-    from vramplan.ui.details import notes_html
-    from vramplan.ui.i18n import speaking
+    from vramplan.ui.widgets.details import notes_html
+    from vramplan.ui.state.i18n import speaking
     with speaking("zh"):
         out = notes_html([], [en, "a note no catalogue has"])
     assert "屋顶线模型" in out and out.count("lang='en'") == 1   # only the unknown note

@@ -14,8 +14,8 @@ from test_live import H200, NVMLError_LibraryNotFound, fake_nvml
 from vramplan.errors import UnavailableError, VramplanError
 from vramplan.hardware import default_db
 from vramplan.measure import worker
-from vramplan.ui import measure_state as M
-from vramplan.ui.state import PlanState
+from vramplan.ui.state import measure_state as M
+from vramplan.ui.state.state import PlanState
 
 GiB = 2 ** 30
 SMALL = {"model": "gpt2", "task": "train", "batch_size": 1, "seq_len": 32, "precision": "fp32",
@@ -109,8 +109,8 @@ def _wait(pred, timeout):
 def test_trace_through_the_panel_shows_the_tracers_peak():
     pytest.importorskip("torch")
     from vramplan.measure import trace
-    from vramplan.ui.text import size
-    from vramplan.ui.trace_panel import TracePanel
+    from vramplan.ui.state.text import size
+    from vramplan.ui.widgets.trace_panel import TracePanel
     st = PlanState()
     st.apply(SMALL)
     panel = TracePanel(st)
@@ -150,7 +150,7 @@ def test_cancel_kills_the_worker_process():
 
 
 def test_the_tracers_refusal_is_one_sentence_and_no_button():
-    from vramplan.ui.trace_panel import TracePanel
+    from vramplan.ui.widgets.trace_panel import TracePanel
     st = PlanState()
     st.apply({"model": "meta-llama/Llama-3.1-8B", "task": "qlora"})
     panel = TracePanel(st)
@@ -163,7 +163,7 @@ def test_the_tracers_refusal_is_one_sentence_and_no_button():
 
 # ------------------------------------------------------------------ the local GPU
 def test_no_gpu_is_one_sentence(monkeypatch):
-    from vramplan.ui.live_panel import LivePanel
+    from vramplan.ui.widgets.live_panel import LivePanel
 
     def probe():
         raise UnavailableError("no NVIDIA driver or GPU (NVML: NVML Shared Library Not Found)")
@@ -267,7 +267,7 @@ def test_measure_on_a_gpu_torch_cannot_see_fails_in_one_line(monkeypatch):
     the worker's one-line message on the panel, the buttons come back."""
     pytest.importorskip("torch")
     import sys
-    from vramplan.ui.live_panel import LivePanel
+    from vramplan.ui.widgets.live_panel import LivePanel
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml([H200]))
     st = PlanState()
     st.apply(SMALL)
@@ -285,8 +285,8 @@ def test_measure_on_a_gpu_torch_cannot_see_fails_in_one_line(monkeypatch):
 
 
 def test_a_trace_result_reads_in_both_languages():
-    from vramplan.ui.i18n import set_lang
-    from vramplan.ui.trace_panel import TracePanel
+    from vramplan.ui.state.i18n import set_lang
+    from vramplan.ui.widgets.trace_panel import TracePanel
     st = PlanState()
     st.apply(SMALL)
     panel = TracePanel(st)

@@ -26,7 +26,7 @@ def test_one_size_formatter_by_hand():
 
 def test_page_report_and_charts_print_a_size_alike():
     """Before: the page said '74.5 GiB', the report '74.53 GiB', the chart legend '74.5 GiB'."""
-    from vramplan.ui import text as ui_text
+    from vramplan.ui.state import text as ui_text
     n = 80_026_000_000
     rows = breakdown_rows({"weights": n})
     assert ui_text.size(n) == ui_text.gib(n) == report_text.size(n) == rows[0]["size"] \
@@ -37,7 +37,7 @@ def test_page_report_and_charts_print_a_size_alike():
 def test_page_details_give_memory_in_gib_not_gb():
     """Before: the page's bandwidth details printed bytes moved per step as '87.5 GB'."""
     pytest.importorskip("ipywidgets")
-    from vramplan.ui.details import fmt
+    from vramplan.ui.widgets.details import fmt
     assert fmt("bytes_per_step", 87.53e9) == "81.52 GiB"          # 87.53e9 / 2**30
     assert fmt("bytes_per_s", 1.5e12) == "1,500.0 GB/s"
 
@@ -66,7 +66,7 @@ def test_growth_is_one_sentence_for_page_and_report():
     skipped a resolution equal to today's, the report (tuple vs list) did not."""
     pytest.importorskip("ipywidgets")
     from vramplan.report.words import growth_sentence
-    from vramplan.ui.advisor import growth_text
+    from vramplan.ui.widgets.advisor import growth_text
 
     class Sc:      # the page hands the Scenario; the report its dict
         def to_dict(self):
@@ -100,7 +100,7 @@ def test_the_verdict_is_worded_once_for_page_report_and_cli(capsys):
     from vramplan.cli import main
     from vramplan.estimate import estimate
     from vramplan.report.words import verdict
-    from vramplan.ui.verdict import verdict_html
+    from vramplan.ui.widgets.verdict import verdict_html
     e = estimate({"model": "gpt2", "task": "train", "gpu": "nvidia-rtx-4090"}).to_dict()
     usable = e["gpu"]["usable_memory_bytes"]
     v = verdict(e, usable)

@@ -77,7 +77,7 @@ def test_report_markdown_and_html_show_ranks_and_the_verdict_names_the_rank(est)
 
 def test_the_page_shows_the_ranks_view_for_a_pipeline_plan_only(new_app):
     pytest.importorskip("ipywidgets")
-    from vramplan.ui.ranks_view import RanksView
+    from vramplan.ui.widgets.ranks_view import RanksView
     app = new_app(lazy_chart=False, charts=False)     # the later panels built at once
     assert isinstance(app.ranks, RanksView) and app.ranks in app.results.children
     app.state.apply(PLAN)
@@ -95,7 +95,7 @@ def test_the_page_shows_the_ranks_view_for_a_pipeline_plan_only(new_app):
 
 
 def test_the_bar_is_to_scale_by_hand():
-    from vramplan.ui.ranks_view import _bar
+    from vramplan.ui.widgets.ranks_view import _bar
     # 60 GiB used against an 80 GiB limit on an 80 GiB track: 90 px bar, line at 120 px
     b = _bar(60 * 2**30, 80 * 2**30, 80 * 2**30, True)
     from vramplan.charts import theme            # the charts' fit / no-fit colours

@@ -112,7 +112,7 @@ def test_link_writes_the_given_keys_only():
 
 
 def test_one_edit_on_the_page_validates_once(monkeypatch):
-    from vramplan.ui import state as ui_state
+    from vramplan.ui.state import state as ui_state
     st = ui_state.PlanState(draft={"model": "gpt2", "task": "train"}, gpu=H100)
     calls, at_estimate = [], []
     real_fields, real_estimate = collect.fields_of, ui_state.run_estimate

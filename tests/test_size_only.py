@@ -13,5 +13,5 @@ def test_size_words():
 def test_the_page_reads_the_same_function():
     import pytest
     pytest.importorskip("ipywidgets")
-    from vramplan.ui import text
+    from vramplan.ui.state import text
     assert text.parse_params is parse_params and text.looks_like_size is looks_like_size

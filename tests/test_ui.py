@@ -13,9 +13,9 @@ pytest.importorskip("altair")
 
 from vramplan.charts import selected_ids  # noqa: E402
 from vramplan.ui import App  # noqa: E402
-from vramplan.ui.device_card import device_card_html  # noqa: E402
-from vramplan.ui.gpu_picker import device_order, with_default_unit  # noqa: E402
-from vramplan.ui.state import default_gpu  # noqa: E402
+from vramplan.ui.widgets.device_card import device_card_html  # noqa: E402
+from vramplan.ui.widgets.gpu_picker import device_order, with_default_unit  # noqa: E402
+from vramplan.ui.state.state import default_gpu  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -218,7 +218,7 @@ def test_chart_widget_is_created_once_and_swapped(app, db):
 
 
 def test_importing_the_ui_does_not_import_altair():
-    code = ("import sys, vramplan.ui, vramplan.ui.app; "
+    code = ("import sys, vramplan.ui, vramplan.ui.widgets.app; "
             "assert 'altair' not in sys.modules, 'altair imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -255,7 +255,7 @@ def test_verdict_says_no_limit_for_a_null_max_batch():
     """The estimate's null max batch (memory does not grow with the batch) is not 'none'
     (which means batch 1 does not fit) and never a search cap."""
     from vramplan.estimate import estimate
-    from vramplan.ui.verdict import verdict_html
+    from vramplan.ui.widgets.verdict import verdict_html
     e = estimate({"model": "gpt2", "task": "load"}, "nvidia-h100-sxm5-80gb").to_dict()
     assert e["max_batch_size"] is None
     html = verdict_html(e, batched=True)

@@ -15,7 +15,7 @@ MOVED = {"parse_params", "looks_like_size", "larger_gpus", "comparison_rows"}
 
 
 def test_the_ui_defines_none_of_the_moved_functions():
-    defined = {n.name for p in UI.glob("*.py") for n in ast.walk(ast.parse(p.read_text()))
+    defined = {n.name for p in UI.rglob("*.py") for n in ast.walk(ast.parse(p.read_text()))
                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & (MOVED | {"Worker", "package_root", "poster"})
 
@@ -25,7 +25,7 @@ def test_the_worker_client_is_the_measure_stages():
     nothing in ui/ starts a process any more."""
     from vramplan.measure import client
     assert client.Worker.__module__ == "vramplan.measure.client"
-    for p in UI.glob("*.py"):
+    for p in UI.rglob("*.py"):
         names = {a.name for n in ast.walk(ast.parse(p.read_text()))
                  if isinstance(n, ast.Import) for a in n.names}
         assert "subprocess" not in names, p.name

@@ -10,7 +10,7 @@ import pytest
 
 W = pytest.importorskip("ipywidgets")
 
-from vramplan.ui.workload import SKIP  # noqa: E402
+from vramplan.ui.widgets.workload import SKIP  # noqa: E402
 
 # 623 models before the form built its fields on first show with shared layouts and styles
 # (2026-12-01); the default plan's page is 288 of them today, 187 before the first paint

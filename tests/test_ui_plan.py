@@ -19,7 +19,7 @@ from vramplan.scenario import Scenario, valid_tasks  # noqa: E402
 from vramplan.scenario.form import fields as form_fields  # noqa: E402
 from vramplan.ui import App  # noqa: E402
 from vramplan.vocab import phase_label  # noqa: E402
-from vramplan.ui.explore import VIEWS, available  # noqa: E402
+from vramplan.ui.widgets.explore import VIEWS, available  # noqa: E402
 
 LLAMA = "meta-llama/Llama-3.1-8B"
 NOW = datetime.datetime.now(datetime.timezone.utc)
@@ -98,7 +98,7 @@ def test_no_attention_for_resnet_no_sequence_for_images(app):
 
 
 def test_tasks_come_from_the_form_not_from_trial_estimates(app, monkeypatch):
-    from vramplan.ui import state as S
+    from vramplan.ui.state import state as S
     calls = []
     real = S.run_estimate
     monkeypatch.setattr(S, "run_estimate", lambda *a, **k: calls.append(a) or real(*a, **k))
@@ -351,7 +351,7 @@ def test_every_chart_view_draws_for_a_plan_of_each_family(charted, plan):
 
 
 def test_memory_curve_marks_the_max_batch_and_larger_gpus(charted):
-    from vramplan.ui.explore import larger_gpus
+    from vramplan.ui.widgets.explore import larger_gpus
     app = charted
     app.gpu = "nvidia-rtx-4090"
     app.workload.set("task", "qlora")

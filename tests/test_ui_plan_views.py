@@ -128,7 +128,7 @@ def test_gpu_rows_of_an_image_plan_are_per_image(db):
 
 def test_the_comparison_lists_every_gpu_the_filters_pass_sorted_by_the_choice(app, db):
     from vramplan.charts import spec_rows
-    from vramplan.ui.explore import TOP
+    from vramplan.ui.widgets.explore import TOP
     app.state.apply(LORA)
     app.explore.view.value = "compare"
     body = app.explore.table.value
@@ -166,7 +166,7 @@ def test_the_gpu_filters_stay_on_the_picker_across_a_language_switch(app):
 def test_clicking_a_point_of_the_gpus_needed_front_applies_that_layout(app):
     from vramplan.charts.cluster_front import FRONT_SELECTION, front_rows
     from vramplan.charts.theme import spec_rows
-    from vramplan.ui.cluster_view import ROWS
+    from vramplan.ui.widgets.cluster_view import ROWS
     app.state.apply(PIPELINE)
     view = app.cluster
     assert view.front and view.chart.widget is not None, view.status.value

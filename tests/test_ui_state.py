@@ -1,4 +1,4 @@
-"""The planner's state (`vramplan.ui.state`) and text helpers in plain Python: no widgets, no
+"""The planner's state (`vramplan.ui.state.state`) and text helpers in plain Python: no widgets, no
 browser. Values checkable by hand: the form's fields and defaults, the catalog's families."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from vramplan.scenario import Scenario
 from vramplan.scenario.form import fields as form_fields
-from vramplan.ui import state as S
-from vramplan.ui import text as T
+from vramplan.ui.state import state as S
+from vramplan.ui.state import text as T
 
 UI = Path(__file__).resolve().parents[1] / "app" / "vramplan" / "ui"
 LLAMA = "meta-llama/Llama-3.1-8B"
@@ -25,21 +25,21 @@ def st():
 
 
 def test_state_text_and_jobs_import_no_widgets():
-    for name in ("state.py", "draft.py", "text.py", "jobs.py"):
+    for name in ("state/state.py", "state/draft.py", "state/text.py", "widgets/jobs.py"):
         tree = ast.parse((UI / name).read_text())
         mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
                 for a in n.names}
         mods |= {n.module.split(".")[0] for n in ast.walk(tree)
                  if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
         assert not mods & {"ipywidgets", "traitlets", "anywidget", "altair"}, name
-    code = ("import sys, vramplan.ui.state; s = vramplan.ui.state.PlanState(); "
+    code = ("import sys, vramplan.ui.state.state; s = vramplan.ui.state.state.PlanState(); "
             "assert s.estimate is not None; "
             "assert not {'ipywidgets', 'altair'} & set(sys.modules), 'widgets imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_the_probing_is_gone():
-    src = "".join(p.read_text() for p in UI.glob("*.py"))
+    src = "".join(p.read_text() for p in UI.rglob("*.py"))
     assert "_PROBES" not in src and "def accepts" not in src and "_BATCHLESS" not in src
 
 

@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 import pytest
 
 from serving import ARTIFACTS, CHROMIUM, LOCAL_HOSTS, ROOT
-from vramplan.ui.fields import CHOICE_LABELS
+from vramplan.ui.widgets.fields import CHOICE_LABELS
 
 README_SHOT = ROOT / "docs" / "img" / "planner.png"
 T_START = 120_000     # ms: server up + kernel start + notebook run on 2 busy CPUs
@@ -183,7 +183,7 @@ def views(page) -> list[str]:
 
 def test_planner_page(server, browser):
     from vramplan.hardware import default_db
-    from vramplan.ui.state import default_gpu
+    from vramplan.ui.state.state import default_gpu
     db = default_db()
     start, small = db.get(default_gpu(db)), db.get(SMALL_GPU)
     context = browser.new_context(viewport={"width": 1440, "height": 1000})

@@ -8,7 +8,7 @@ by killing the process group.
 
 `job` is any object with `start(request)`, `progress(phase, k, n)`, `sample(row)`,
 `finish(result)`, `fail(message)`, `cancel()` and `running` (the page's state is
-`ui.measure_state.Job`). A process, not a thread: torch's import and a traced step cannot be
+`ui.state.measure_state.Job`). A process, not a thread: torch's import and a traced step cannot be
 interrupted from another thread, a killed process can (and gives back what it held). Events
 after a cancel, or from a process an earlier start left, are dropped.
 """

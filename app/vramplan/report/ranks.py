@@ -1,6 +1,6 @@
 """Per-rank figures: the estimate's `ranks` section (each distinct pipeline stage; per_gpu is the
 worst of them) as rows the CLI text, the Markdown / HTML report and the page's ranks view
-(ui/ranks_view.py) print, and the rank that decides the verdict when the ranks differ.
+(ui/widgets/ranks_view.py) print, and the rank that decides the verdict when the ranks differ.
 
 A stage's role is what it holds beside its blocks (workloads/transformer/training.py,
 parallel.py): stage 0 the embedding and, under 1F1B, min(pp, micro-batches) micro-batches in

@@ -201,10 +201,10 @@ def _load_jupyter_server_extension(serverapp) -> None:
 
 def warm_chart_cache() -> None:
     """Build the chart widget's offline bundle once, in the background, so that even the first
-    visitor's kernel reads it from the cache (vramplan.ui.altair_offline)."""
+    visitor's kernel reads it from the cache (vramplan.ui.widgets.altair_offline)."""
     import subprocess
     try:
-        subprocess.Popen([sys.executable, "-c", "from vramplan.ui.altair_offline import "
+        subprocess.Popen([sys.executable, "-c", "from vramplan.ui.widgets.altair_offline import "
                           "enable_offline; enable_offline()"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)

@@ -9,13 +9,13 @@ import html
 
 import ipywidgets as W
 
-from .. import safejson
-from ..catalog import list_models
-from ..errors import VramplanError
+from ... import safejson
+from ...catalog import list_models
+from ...errors import VramplanError
 from . import looks as L
-from . import state as S
-from . import text as T
-from .i18n import N_, _, msg, speaking_for
+from ..state import state as S
+from ..state import text as T
+from ..state.i18n import N_, _, msg, speaking_for
 
 MAX_CONFIG_BYTES = 1_000_000
 FAMILY_LABELS = {"decoder": N_("Decoder LLMs"), "encoder": N_("Encoders"),

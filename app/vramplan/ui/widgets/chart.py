@@ -18,7 +18,7 @@ import ipywidgets as W
 
 from . import looks as L
 from . import jobs
-from .i18n import _
+from ..state.i18n import _
 
 _ALTAIR_READY = threading.Event()
 _ALTAIR_LOCK = threading.Lock()
@@ -37,7 +37,7 @@ def prepare_altair() -> None:
         import numpy  # noqa: F401
         from .altair_offline import enable_offline
         enable_offline()
-        from .. import charts, sweep  # noqa: F401
+        from ... import charts, sweep  # noqa: F401
         _ALTAIR_READY.set()
 
 

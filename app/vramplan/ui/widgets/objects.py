@@ -13,11 +13,11 @@ from typing import Any, Callable
 
 import ipywidgets as W
 
-from ..scenario.extra import ARRAY_DTYPES, FFT_MODES, PIXEL_FORMATS, SOLVERS
+from ...scenario.extra import ARRAY_DTYPES, FFT_MODES, PIXEL_FORMATS, SOLVERS
 from . import looks as L
-from . import text as T
+from ..state import text as T
 from .fields import css_key
-from .i18n import _, msg
+from ..state.i18n import _, msg
 
 # colour formats of a render target (the depth formats are d16, d24s8, d32f, d32fs8)
 COLOUR_FORMATS = tuple(f for f in PIXEL_FORMATS if not (f[0] == "d" and f[1:2].isdigit()))

@@ -13,12 +13,12 @@ import html
 import ipywidgets as W
 
 from . import looks as L
-from . import measure_state as M
+from ..state import measure_state as M
 from .chart import ChartPanel, prepare_altair
-from .i18n import N_, _, current_lang, msg, speaking_for
+from ..state.i18n import N_, _, current_lang, msg, speaking_for
 from .jobs import Jobs
 from .section import section
-from .text import message_html, size
+from ..state.text import message_html, size
 from .trace_panel import ProgressRow, comparison_html, loop_poster
 
 ACTIONS = {"measure": N_("Measure this plan"), "max_batch": N_("Max batch"),
@@ -171,7 +171,7 @@ class LivePanel(W.VBox):
 
         def build():
             prepare_altair()
-            from ..charts.trace_timeline import monitor_chart
+            from ...charts.trace_timeline import monitor_chart
             return monitor_chart(rows, total_bytes=total, gpu_name=name, lang=lang)
 
         def done(chart):

@@ -8,8 +8,8 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from . import looks as L
-from ..units import format_gbs, format_gib
-from .i18n import _
+from ...units import format_gbs, format_gib
+from ..state.i18n import _
 
 # labels for the hwdb throughput keys (hardware.THROUGHPUT_KEYS), in display order
 DTYPE_LABELS = {
@@ -48,7 +48,7 @@ def _rows(pairs) -> str:
 
 
 def _vendor_color(vendor: str) -> str:
-    from ..charts import OTHER_COLOR, VENDOR_COLORS, vendor_label  # charts imports no altair at top
+    from ...charts import OTHER_COLOR, VENDOR_COLORS, vendor_label  # charts imports no altair at top
     return VENDOR_COLORS.get(vendor_label(vendor), OTHER_COLOR)
 
 

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..catalog import get_model
-from ..errors import UnknownIdError, VramplanError
-from ..estimate import estimate as run_estimate
-from ..hardware import default_db
-from ..scenario import Scenario, ScenarioErrors, resolve
-from ..scenario import form
-from ..scenario.keys import BY_NAME
+from ...catalog import get_model
+from ...errors import UnknownIdError, VramplanError
+from ...estimate import estimate as run_estimate
+from ...hardware import default_db
+from ...scenario import Scenario, ScenarioErrors, resolve
+from ...scenario import form
+from ...scenario.keys import BY_NAME
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
                     OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, compact, notice, default_draft,
                     default_gpu, describe_model, draft_from_query, draft_key, family_of, flat,
@@ -280,7 +280,7 @@ class PlanState:
     @staticmethod
     def advise(snap: dict):
         """The advisor's changes and plans for a snapshot's plan (safe in a thread)."""
-        from ..advisor import advise
+        from ...advisor import advise
         return advise(snap["scenario"], snap["device"],
                       allow_job_changes=bool(snap.get("allow_job_changes")))
 

@@ -25,23 +25,23 @@ import html
 import ipywidgets as W
 
 from . import looks as L
-from .. import __version__
-from ..errors import VramplanError
-from ..i18n import LANG_NAMES, LANGS, normalise_lang
-from ..scenario import Scenario
+from ... import __version__
+from ...errors import VramplanError
+from ...i18n import LANG_NAMES, LANGS, normalise_lang
+from ...scenario import Scenario
 from .advisor import AdvisorPanel
 from .details import Details
 from .device_card import DeviceCard
 from .explore import ExplorePanel
 from .export import ExportPanel
 from .gpu_picker import GpuPicker
-from .i18n import N_, _, set_lang, speaking
+from ..state.i18n import N_, _, set_lang, speaking
 from .jobs import after_paint, kernel
 from .live_panel import LivePanel
 from .notices import NoticeBar
 from .ranks_view import RanksView
 from .cluster_view import ClusterView
-from .state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
+from ..state.state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
 from .style import style_tag
 from .trace_panel import TracePanel
 from .url import UrlState, query_params, query_string

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipywidgets as W
 
 from . import looks as L
-from .i18n import _, msg, msg_joined
-from .text import message_html
+from ..state.i18n import _, msg, msg_joined
+from ..state.text import message_html
 
 
 def notice_text(n) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
-from ..catalog import get_model, list_models, spec_from_architecture
-from ..errors import UnknownIdError, VramplanError
-from ..scenario import Scenario, form
-from ..scenario.keys import EXTRA_NAMES
-from ..scenario.query import parse_query
+from ...catalog import get_model, list_models, spec_from_architecture
+from ...errors import UnknownIdError, VramplanError
+from ...scenario import Scenario, form
+from ...scenario.keys import EXTRA_NAMES
+from ...scenario.query import parse_query
 from .text import format_params
 
 ALL = ""                    # family choices besides the catalog's families

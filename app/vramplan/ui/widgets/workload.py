@@ -12,13 +12,13 @@ import ipywidgets as W
 
 from . import looks as L
 from .fields import FieldBox
-from .i18n import N_, _, msg
+from ..state.i18n import N_, _, msg
 from .model_picker import ModelPicker
 from .objects import ObjectBox
 from .section import section
 from .stack_field import StackBox
-from .state import PlanState, draft_key
-from .text import message_html
+from ..state.state import PlanState, draft_key
+from ..state.text import message_html
 
 # where each field goes (presentation only; which fields exist is the form's)
 HOW = ("precision", "optimizer", "gradient_accumulation", "checkpointing", "attention",

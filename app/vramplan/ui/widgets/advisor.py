@@ -11,12 +11,12 @@ import html
 import ipywidgets as W
 
 from . import looks as L
-from ..charts.waterfall import cost_text
-from ..report.words import engine_why
-from .i18n import _, current_lang, msg
+from ...charts.waterfall import cost_text
+from ...report.words import engine_why
+from ..state.i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
-from .text import gib, message_html, size
+from ..state.text import gib, message_html, size
 
 PLANS = 3
 CHANGES = 6
@@ -26,7 +26,7 @@ _e = html.escape
 def growth_text(growth: dict, scenario=None) -> str:
     """'Room to grow on this GPU: sequence length up to 2,984.' (values past today's): the
     report's sentence (`report.words.growth_sentence`), in the page's language."""
-    from ..report.words import growth_sentence
+    from ...report.words import growth_sentence
     now = scenario.to_dict() if scenario is not None else {}
     return growth_sentence(growth, now, current_lang())
 

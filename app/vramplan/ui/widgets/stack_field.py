@@ -13,11 +13,11 @@ from typing import Any, Callable
 
 import ipywidgets as W
 
-from ..catalog import stacks
+from ...catalog import stacks
 from . import looks as L
-from . import text as T
+from ..state import text as T
 from .fields import css_key, label_text
-from .i18n import _, msg
+from ..state.i18n import _, msg
 
 DEFAULT = stacks.DEFAULT
 

@@ -11,8 +11,8 @@ import math
 import re
 from typing import Any
 
-from ..catalog.size_only import looks_like_size, parse_params  # noqa: F401 (the page's names)
-from ..units import format_gbs, format_gib, format_size
+from ...catalog.size_only import looks_like_size, parse_params  # noqa: F401 (the page's names)
+from ...units import format_gbs, format_gib, format_size
 
 
 # words whose capitals a generic label keeps ('kv_pool_tokens' -> 'KV pool tokens')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Mapping
 
-from ..charts.gpu_compare import comparison_rows
+from ...charts.gpu_compare import comparison_rows
 from .i18n import _
 from .text import count, gib
 

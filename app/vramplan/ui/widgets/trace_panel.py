@@ -13,12 +13,12 @@ import html
 import ipywidgets as W
 
 from . import looks as L
-from . import measure_state as M
+from ..state import measure_state as M
 from .chart import ChartPanel, prepare_altair
-from .i18n import _, current_lang, msg, speaking, speaking_for
+from ..state.i18n import _, current_lang, msg, speaking, speaking_for
 from .jobs import Jobs, kernel
 from .section import section
-from .text import message_html, size
+from ..state.text import message_html, size
 
 STEPS = 2
 
@@ -38,7 +38,7 @@ def loop_poster(state):
 
 def phase_label(key) -> str:
     """A phase key ('optimizer-step') as the page says it ('Optimizer step', '优化器步')."""
-    from ..charts.theme import label
+    from ...charts.theme import label
     return label(str(key), lang=current_lang())
 
 
@@ -208,7 +208,7 @@ class TracePanel(W.VBox):
 
         def build():
             prepare_altair()
-            from ..charts.trace_timeline import trace_timeline_chart
+            from ...charts.trace_timeline import trace_timeline_chart
             return trace_timeline_chart(events, estimate_peak_bytes=est_peak,
                                         usable_bytes=dev.usable_bytes if dev else None,
                                         gpu_name=dev.name if dev else None, lang=lang)

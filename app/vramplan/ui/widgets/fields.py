@@ -13,10 +13,10 @@ from typing import Any, Callable
 
 import ipywidgets as W
 
-from ..scenario.rules import OFFLOAD, OPTIONS
+from ...scenario.rules import OFFLOAD, OPTIONS
 from . import looks as L
-from . import text as T
-from .i18n import _, msg
+from ..state import text as T
+from ..state.i18n import _, msg
 
 # how a choice reads on the page (the value is the scenario's); unknown values as they are
 CHOICE_LABELS = {

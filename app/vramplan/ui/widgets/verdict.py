@@ -12,12 +12,12 @@ import ipywidgets as W
 
 from . import looks as L
 from .chart import ChartPanel
-from .i18n import _, current_lang, msg
+from ..state.i18n import _, current_lang, msg
 from .section import section
-from ..report.ranks import decided_by
-from ..report.words import engine_why, verdict as verdict_words
-from ..vocab import phase_label
-from .text import count, format_params, gib, message_html
+from ...report.ranks import decided_by
+from ...report.words import engine_why, verdict as verdict_words
+from ...vocab import phase_label
+from ..state.text import count, format_params, gib, message_html
 
 _e = html.escape
 
@@ -119,8 +119,8 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
 def legend_html(components: Mapping[str, int]) -> str:
     """The breakdown's legend as wrapping HTML (the chart's own legend has fixed columns,
     which a narrow card clips): a swatch, the component and its size, in the chart's order."""
-    from ..charts import breakdown_rows
-    from ..charts.theme import component_color
+    from ...charts import breakdown_rows
+    from ...charts.theme import component_color
     items = "".join(
         f"<span class='vp-legend-item'><i style='background:"
         f"{component_color(r['component'])}'></i>"
@@ -180,14 +180,14 @@ class EstimatePanel(W.VBox):
 
     def _svg(self) -> str:
         """The breakdown as plain SVG (charts.breakdown_svg): the first chart on the page."""
-        from ..charts.breakdown_svg import breakdown_svg
+        from ...charts.breakdown_svg import breakdown_svg
         est = self.state.result
         usable = self.state.device.usable_bytes if self.state.device is not None else None
         return breakdown_svg(est["per_gpu"]["components"], usable, gpu_name=est["gpu"]["name"],
                              fits=est["fits"], lang=self.state.lang)
 
     def _chart(self):
-        from ..charts import breakdown_chart
+        from ...charts import breakdown_chart
         est = self.state.result
         if est is None:
             return breakdown_chart({}, None, lang=self.state.lang)

@@ -16,11 +16,11 @@ import ipywidgets as W
 import traitlets as T
 
 from . import looks as L
-from ..errors import VramplanError
-from ..units import GiB, parse_bytes, parse_rate
-from .i18n import N_, _, msg, speaking_for
+from ...errors import VramplanError
+from ...units import GiB, parse_bytes, parse_rate
+from ..state.i18n import N_, _, msg, speaking_for
 from .section import section
-from .text import message_html
+from ..state.text import message_html
 
 _PLAIN_NUMBER = re.compile(r"^\s*[0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?\s*$", re.I)
 VENDOR_ORDER = ("NVIDIA", "AMD", "Intel", "Google", "Apple")

@@ -20,13 +20,13 @@ from urllib.parse import quote
 import ipywidgets as W
 
 from . import looks as L
-from .. import safejson
-from ..errors import VramplanError
-from .i18n import _, speaking, speaking_for
+from ... import safejson
+from ...errors import VramplanError
+from ..state.i18n import _, speaking, speaking_for
 from .jobs import Jobs
 from .section import section
 from .share import Download, ShareLink
-from .text import message_html
+from ..state.text import message_html
 
 MAX_SCENARIO_BYTES = 1_000_000
 _e = html.escape
@@ -68,12 +68,12 @@ def make_file(kind: str, snap: dict) -> str:
     """The text of one download for a snapshot of the state (plain values: safe in a
     thread): the sweep CSV, or the report as Markdown or HTML in the page's language. The
     advisor's advice is the page's when it has it, else asked here."""
-    from ..report import assemble, model_source, sweep_csv, to_html, to_markdown
+    from ...report import assemble, model_source, sweep_csv, to_html, to_markdown
     if kind == "csv":
         return sweep_csv(snap["scenario"])
     advice = snap.get("advice")
     if advice is None:
-        from ..advisor import advise
+        from ...advisor import advise
         advice = advise(snap["scenario"], snap["device"], gpu_table_too=False)
     r = assemble(snap["result"], snap["device"].to_dict(), advice=advice,
                  lang=snap.get("lang") or "en", query=snap.get("query") or "",

@@ -13,13 +13,13 @@ from types import SimpleNamespace
 import ipywidgets as W
 
 from . import looks as L
-from ..charts.cluster_front import FRONT_SELECTION
+from ...charts.cluster_front import FRONT_SELECTION
 from .advisor import title_html
 from .chart import ChartPanel
-from .i18n import _
+from ..state.i18n import _
 from .jobs import Jobs
 from .section import section
-from .text import gib, message_html
+from ..state.text import gib, message_html
 
 _e = html.escape
 MAX_GPUS = 512
@@ -29,7 +29,7 @@ BUDGET = 1e9               # tokens: GPU-hours per billion tokens
 
 def job_for(sc, dev, limit: int):
     """The solver's job for a training plan (None for one it does not take)."""
-    from ..advisor.cluster import Job
+    from ...advisor.cluster import Job
     if sc is None or dev is None or sc.task not in ("train", "lora", "qlora") or \
             not sc.model or not isinstance(sc.precision, str) or not sc.seq_len:
         return None
@@ -41,7 +41,7 @@ def job_for(sc, dev, limit: int):
 
 
 def solve_for(job):
-    from ..advisor.cluster import solve
+    from ...advisor.cluster import solve
     _, front = solve(job)
     return [o for o in front if o.layout.expert == 1 and o.estimate is not None]
 
@@ -83,7 +83,7 @@ class ClusterView(W.VBox):
     def _limit(sc, dev) -> int:
         """The plan's own memory limit (usable less its safety_margin), the one the verdict,
         max batch and the advisor use."""
-        from ..estimate import memory_limit
+        from ...estimate import memory_limit
         return int(memory_limit(sc, dev))
 
     def _done(self, result, job, got) -> None:
@@ -130,7 +130,7 @@ class ClusterView(W.VBox):
             kids = list(self.card.children)
             self.card.children = kids[:-1] + [self.chart, kids[-1]]    # above the rows
         try:
-            from ..charts.cluster_front import cluster_front_chart
+            from ...charts.cluster_front import cluster_front_chart
             from .chart import freeze, prepare_altair
             prepare_altair()
             chart = cluster_front_chart(front[:ROWS], gpus_now=(job.base.get("parallel") or {})
@@ -142,7 +142,7 @@ class ClusterView(W.VBox):
 
     def _picked(self, selection) -> None:
         """A click on a front point: its layout applied through the state (as its button)."""
-        from ..charts.cluster_front import picked_front
+        from ...charts.cluster_front import picked_front
         got = picked_front(selection)
         if got and got[0] < len(self.buttons):
             self.state.apply_change(self.buttons[got[0]].vp_change)

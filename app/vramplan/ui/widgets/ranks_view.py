@@ -10,12 +10,12 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from . import looks as L
-from ..charts import theme
-from ..report.ranks import ROLES, deciding_rank, limit_of, rank_rows
-from ..vocab import phase_label
-from .i18n import _
+from ...charts import theme
+from ...report.ranks import ROLES, deciding_rank, limit_of, rank_rows
+from ...vocab import phase_label
+from ..state.i18n import _
 from .section import section
-from .text import size
+from ..state.text import size
 
 _e = html.escape
 PAD = " style='padding:3px 0 3px 12px;white-space:nowrap'"   # a gap between the columns

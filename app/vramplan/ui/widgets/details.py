@@ -11,10 +11,10 @@ from typing import Any, Mapping
 import ipywidgets as W
 
 from . import looks as L
-from .i18n import N_, _, current_lang, msg
+from ..state.i18n import N_, _, current_lang, msg
 from .section import section
-from .stack_view import stack_html
-from .text import count, label_of, rate_gbs, seconds, si, size
+from ..state.stack_view import stack_html
+from ..state.text import count, label_of, rate_gbs, seconds, si, size
 
 _e = html.escape
 

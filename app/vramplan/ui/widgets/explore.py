@@ -21,13 +21,13 @@ from typing import Any
 import ipywidgets as W
 
 from . import looks as L
-from ..advisor.compare import gpu_rows as comparison_rows
-from ..advisor.compare import larger_gpus
+from ...advisor.compare import gpu_rows as comparison_rows
+from ...advisor.compare import larger_gpus
 from .chart import ChartPanel, freeze, prepare_altair
-from .i18n import N_, _, speaking_for
+from ..state.i18n import N_, _, speaking_for
 from .jobs import Jobs
 from .section import section
-from .text import message_html
+from ..state.text import message_html
 
 VIEWS = {"curve": N_("Memory vs batch"), "compare": N_("GPUs compared"), "savings": N_("Savings"),
          "bandwidth": N_("Bandwidth"), "roofline": N_("Roofline"), "phases": N_("Phases"),
@@ -83,8 +83,8 @@ def takes_lang(builder) -> bool:
 def curve_chart(sc, est: dict, device, db, lang: str = "en") -> Any:
     """Device memory against the batch on the chosen GPU, with its usable memory and that of
     the next larger GPUs, and the max batch marked."""
-    from ..charts import memory_curve_chart
-    from ..sweep import curve
+    from ...charts import memory_curve_chart
+    from ...sweep import curve
     mb = int(est.get("max_batch_size") or 0)
     points = [{"x": b, "device_used_bytes": used} for b, used in
               curve(sc, "batch_size", batch_values(mb), gpu=device.id) if used is not None]
@@ -97,7 +97,7 @@ def curve_chart(sc, est: dict, device, db, lang: str = "en") -> Any:
 def build(view: str, snap: dict) -> Any:
     """The chart of one view for a snapshot of the state (plain values: safe in a thread)."""
     prepare_altair()
-    from .. import charts as C
+    from ... import charts as C
     sc, est, dev, db = snap["scenario"], snap["result"], snap["device"], snap["db"]
     lang = snap.get("lang", "en")
     kw = {"lang": lang}
@@ -144,7 +144,7 @@ def compare_rows(snap: dict) -> list[dict]:
 
 def compare_view(snap: dict):
     """(the chart, the table's HTML) of the comparison (safe in a thread)."""
-    from .gpu_table import gpu_table_html
+    from ..state.gpu_table import gpu_table_html
     rows = compare_rows(snap)
     table = gpu_table_html(rows, compare_metric(snap), snap["device"].id,
                            snap.get("gpu_filters"), snap["batched"])
@@ -155,7 +155,7 @@ def landscape_chart(devices, gpu: str, lang: str = "en"):
     """`charts.capacity_bandwidth_chart`: capacity against bandwidth of every GPU, the chosen
     one ringed and named (the builder draws no empty layer, so Vega has no extent to warn
     about)."""
-    from .. import charts as C
+    from ... import charts as C
     kw = {"lang": lang} if takes_lang(C.capacity_bandwidth_chart) else {}
     return C.capacity_bandwidth_chart(devices, gpu, **kw)
 
@@ -229,7 +229,7 @@ class ExplorePanel(W.VBox):
         self.chart.show(chart)
 
     def _picked(self, value) -> None:
-        from ..charts import picked_ids
+        from ...charts import picked_ids
         ids = picked_ids(value)
         if ids and ids[0] != self.state.gpu:
             self.state.set_gpu(ids[0])

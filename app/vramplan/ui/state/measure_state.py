@@ -17,8 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from ..errors import VramplanError
-from ..measure.client import Worker, package_root, poster  # noqa: F401 (the panels' names)
+from ...errors import VramplanError
+from ...measure.client import Worker, package_root, poster  # noqa: F401 (the panels' names)
 from .i18n import N_
 
 IDLE, RUNNING, DONE, CANCELLED, ERROR = "idle", "running", "done", "cancelled", "error"
@@ -131,7 +131,7 @@ def trace_refusal(scenario) -> str | None:
     """Why trace cannot build this plan (the tracer's own check, no torch), or None."""
     if scenario is None:
         return N_("There is no plan to trace yet.")
-    from ..measure import buildable
+    from ...measure import buildable
     try:
         buildable.check(scenario)
     except VramplanError as exc:
@@ -210,7 +210,7 @@ def probe_local(db, probe=None) -> dict:
     `HardwareDB.match`], "message": None}, or {"gpus": [], "message": one sentence} when there
     is no NVML, no driver or no GPU. Never raises (a page must not break on it)."""
     if probe is None:
-        from ..measure.live import probe
+        from ...measure.live import probe
     try:
         gpus = list(probe())
     except VramplanError as exc:

@@ -7,7 +7,7 @@ JupyterLab kernel may speak two languages. While a page builds or renders (`App.
 language is the current one of a context variable, so every widget reads it through `_()`
 without holding the state. Outside any page `_()` returns English.
 
-    from .i18n import _
+    from ..state.i18n import _          # in ui/widgets/
     W.HTML(_("Fits with {headroom} to spare").format(headroom=...))
 
 Every literal passed to `_()` has an entry in `locale/zh/*.toml` (tests/test_i18n.py scans
@@ -20,7 +20,7 @@ import contextvars
 import functools
 from typing import Callable, Iterator
 
-from ..i18n import (DEFAULT_LANG, LANG_NAMES, LANGS, format_number, gettext, normalise_lang,
+from ...i18n import (DEFAULT_LANG, LANG_NAMES, LANGS, format_number, gettext, normalise_lang,
                     translate_message)
 
 __all__ = ["_", "N_", "msg", "msg_joined", "current_lang", "speaking", "speaking_for", "set_lang", "num",
