@@ -50,6 +50,7 @@ class Recommendation:
     gains: dict = field(default_factory=dict)
     benefit_bytes: int = 0
     lever: Lever | None = None
+    kv_pool: dict = field(default_factory=dict)   # serve plans: bytes, tokens [before, after]
 
     @property
     def increases_memory(self) -> bool:
@@ -66,6 +67,8 @@ class Recommendation:
                "fits": bool(self.estimate.fits)}
         if self.gains:
             out["gains"] = self.gains
+        if self.kv_pool:
+            out["kv_pool"] = self.kv_pool
         if full:
             out["scenario"] = self.scenario.to_dict()
             out["estimate"] = self.estimate.to_dict()

@@ -168,11 +168,27 @@ def annotate(ctx, rec) -> None:
             rec.gains[key] = [before.get(key), after.get(key)]
 
 
+def pool_of(ctx, rec) -> None:
+    """On a serve plan, what a change buys is room in vLLM's KV pool, not device bytes: vLLM
+    pre-allocates gpu_memory_utilization x memory whatever the change, and the pool takes what
+    the weights, activations and the rest leave (vllm/v1/worker/gpu_worker.py
+    `determine_available_memory`; workloads/transformer/footprint.serve). Sets `rec.kv_pool`
+    to the pool's bytes and tokens per GPU, [before, after] (the estimates' `serving` section);
+    nothing for other plans."""
+    before = ctx.est.footprint.serving or {}
+    after = rec.estimate.footprint.serving or {}
+    if "kv_pool_bytes" not in before or "kv_pool_bytes" not in after:
+        return
+    rec.kv_pool = {k: [int(before.get(f"kv_pool_{k}") or 0), int(after.get(f"kv_pool_{k}") or 0)]
+                   for k in ("bytes", "tokens")}
+
+
 def with_engine_gains(ctx, recs: list) -> list:
-    """`recs` with every serving proposal annotated (`annotate`) and, where a general lever
-    makes the very same change as a serving proposal (levers.py's fp8 KV cache), only the
-    proposal kept."""
+    """`recs` with every serving proposal annotated (`annotate`), every change to a serve plan
+    with its KV pool before -> after (`pool_of`) and, where a general lever makes the very
+    same change as a serving proposal (levers.py's fp8 KV cache), only the proposal kept."""
     for r in recs:
         annotate(ctx, r)
+        pool_of(ctx, r)
     mine = [r.scenario for r in recs if r.id in IDS]
     return [r for r in recs if r.id in IDS or r.scenario not in mine]

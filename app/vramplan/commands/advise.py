@@ -62,24 +62,20 @@ def _g(n) -> str:
 
 
 def _cost(c) -> str:
-    parts = []
-    if c.compute_share:
-        parts.append(f"+{c.compute_share:.0%} compute")
-    if c.bubble_share:
-        parts.append(f"+{c.bubble_share:.0%} step time in the pipeline bubble")
-    if c.communication_time_s:
-        parts.append(f"{c.communication_bytes_per_step / 1e9:.1f} GB comm over {c.link} "
-                     f"({c.communication_time_s * 1e3:.0f} ms not hidden)")
-    if c.host_time_s:
-        parts.append(f"{c.host_bytes_per_step / 1e9:.1f} GB over {c.host_link} "
-                     f"({c.host_time_s * 1e3:.0f} ms)")
+    """The cost as the page and the report say it (report.words.cost_words: each transfer's
+    bytes per step, link and time, compute, bubble, risk, job change, GPUs), then for more than
+    one GPU the step and its GPU-seconds."""
+    from ..report.words import cost_words
+    text = cost_words(c)
     if c.gpu_seconds is not None and c.gpus > 1:
-        parts.append(f"step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s")
-    if c.accuracy_risk != "none":
-        parts.append(f"{c.accuracy_risk} accuracy risk")
-    if c.changes_job:
-        parts.append("changes the job")
-    return ", ".join(parts) or "free"
+        text += f" · step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s"
+    return text
+
+
+def _saves(r) -> str:
+    """What the change buys (report.words.saving): device bytes, or a serve plan's KV pool."""
+    from ..report.words import saving
+    return saving(r.to_dict(full=False))
 
 
 def render(adv) -> str:
@@ -89,16 +85,16 @@ def render(adv) -> str:
              f"headroom {_g(adv.limit_bytes)} GiB -> {'fits' if adv.fits else 'does not fit'}",
              ""]
     if adv.recommendations:
-        rows = [[i, r.id, _g(r.saves_bytes), "yes" if r.estimate.fits else "no", _cost(r.cost),
+        rows = [[i, r.id, _saves(r), "yes" if r.estimate.fits else "no", _cost(r.cost),
                  r.title] for i, r in enumerate(adv.recommendations, 1)]
         lines += ["changes that keep the job (best bytes saved per cost first):",
-                  table(rows, ["#", "id", "saves GiB", "fits", "cost", "change"], "rllrll"), ""]
+                  table(rows, ["#", "id", "buys", "fits", "cost", "change"], "rllrll"), ""]
     if getattr(adv, "job_changes", None):
-        rows = [[r.id, _g(r.saves_bytes), r.cost.accuracy_risk, r.title]
+        rows = [[r.id, _saves(r), r.cost.accuracy_risk, r.title]
                 for r in adv.job_changes]
         lines += ["if you can change the job (" + ("allowed in plans" if
                   adv.allow_job_changes else "not in plans; --allow-job-changes") + "):",
-                  table(rows, ["id", "saves GiB", "accuracy risk", "change"], "lrll"), ""]
+                  table(rows, ["id", "buys", "accuracy risk", "change"], "llll"), ""]
     if adv.plans:
         rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost),
                  " + ".join(c["title"] for c in p.changes)] for i, p in enumerate(adv.plans, 1)]

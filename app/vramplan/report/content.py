@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from ..charts.breakdown import component_label
 from ..i18n import translate_message
-from ..charts.waterfall import cost_text
 from ..vocab import phase_label
 from .ranks import decided_by
 from .text import count, gbs, seconds, size, tr
@@ -142,9 +141,8 @@ def recommendations(adv: Mapping[str, Any], lang: str) -> list[dict]:
         out.append({"id": r.get("id"),
                     "title": translate_message(str(r.get("title") or r.get("id")), lang),
                     "saves_bytes": saves,
-                    "saves": size(saves, lang) if saves >= 0 else
-                    tr("adds {size}", lang, size=size(-saves, lang)),
-                    "fits": bool(r.get("fits")), "cost": cost_text(r.get("cost"), lang),
+                    "saves": words.saving(r, lang, verb=False),     # serve: the KV pool
+                    "fits": bool(r.get("fits")), "cost": words.cost_words(r.get("cost"), lang),
                     "how": [(k, str(how[k])) for k in eco], "source": list(r.get("source") or [])})
     return out
 
@@ -157,7 +155,7 @@ def plans(adv: Mapping[str, Any], lang: str) -> list[dict]:
                     "gpus": int(p.get("gpus") or 1), "gpu": p.get("gpu"),
                     "used": size(p.get("device_used_bytes"), lang),
                     "headroom": size(p.get("headroom_bytes"), lang),
-                    "cost": cost_text(p.get("cost"), lang)})
+                    "cost": words.cost_words(p.get("cost"), lang)})
     return out
 
 

@@ -7,13 +7,21 @@ text in one language (`lang`), no markup. Each renderer only lays them out.
   sentence;
 - `growth_items(growth, scenario, lang)`: ['sequence length up to 2,984', ...], the advisor's
   `growth` values past the scenario's own;
-- `growth_sentence(...)`: 'Room to grow on this GPU: sequence length up to 2,984.' ('' if none).
+- `growth_sentence(...)`: 'Room to grow on this GPU: sequence length up to 2,984.' ('' if none);
+- `saving(rec, lang)`: what one advisor change buys: 'saves 1.20 GiB', or on a serve plan the
+  room it gives vLLM's KV pool, '+31.84 GiB KV pool per GPU, holds 208,692 more tokens' (vLLM
+  pre-allocates its share of memory: device bytes saved say nothing there);
+- `transfers(cost, lang)` / `cost_words(cost, lang)`: a change's traffic, its bytes, link and
+  time ('+0.33 GB/step over NVLink 4, +1.2 ms not hidden'), then the rest of its cost
+  (`charts.waterfall.cost_text`).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .text import count, size, tr
+from ..charts.waterfall import NO_COST, cost_text
+from ..i18n import format_number, translate_message
+from .text import count, seconds, share, size, tr
 
 def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
             gpu_name: str | None = None) -> dict:
@@ -87,3 +95,88 @@ def growth_sentence(growth: Mapping[str, Any] | None, scenario: Mapping[str, Any
                     lang: str = "en") -> str:
     items = growth_items(growth, scenario, lang)
     return tr("Room to grow on this GPU: {what}.", lang, what=", ".join(items)) if items else ""
+
+
+
+POOL_NOISE = 1 << 20      # a pool that moves by less than 1 MiB: the same pool (block rounding)
+
+
+def _kv_pool(rec: Mapping[str, Any]) -> tuple[int, int] | None:
+    """(bytes, tokens) a change adds to the KV pool of a serve plan (None for other plans)."""
+    pool = rec.get("kv_pool") or {}
+    b, t = pool.get("bytes"), pool.get("tokens")
+    if not b or not t:
+        return None
+    return int(b[1]) - int(b[0]), int(t[1]) - int(t[0])
+
+
+def saving(rec: Mapping[str, Any], lang: str = "en", verb: bool = True) -> str:
+    """What an advisor change (`Recommendation.to_dict()`) buys, in words. On a serve plan its
+    KV pool before -> after: '+31.84 GiB KV pool per GPU, holds 208,692 more tokens' (fp8 KV:
+    'the same KV pool holds 12,127 more tokens'; a change that leaves the pool as it is says
+    what else it does: 'the engine starts', or the device bytes it saves); elsewhere 'saves 1.20 GiB' ('1.20 GiB' without `verb`) or 'adds 0.10 GiB'."""
+    saves = int(rec.get("saves_bytes") or 0)
+    pool = _kv_pool(rec)
+    if pool and abs(pool[0]) >= POOL_NOISE:
+        more, n = pool
+        return tr("+{size} KV pool per GPU, holds {n} more tokens", lang, size=size(more, lang),
+                  n=count(n, lang)) if more >= 0 else \
+            tr("-{size} KV pool per GPU, holds {n} fewer tokens", lang,
+               size=size(-more, lang), n=count(-n, lang))
+    if pool and pool[1] > 0:             # fewer bytes per token (fp8 KV) in the same pool
+        return tr("the same KV pool holds {n} more tokens", lang, n=count(pool[1], lang))
+    starts = (rec.get("gains") or {}).get("engine_starts")
+    if pool is not None and starts and not starts[0] and starts[1]:
+        return tr("KV pool unchanged; the engine starts", lang)
+    if saves < 0:
+        return tr("adds {size}", lang, size=size(-saves, lang))
+    got = tr("saves {size}", lang, size=size(saves, lang)) if verb else size(saves, lang)
+    return got + (tr(" (KV pool unchanged)", lang) if pool is not None else "")
+
+
+def _decimal_bytes(n: float, lang: str) -> str:
+    """Bytes per step as links are quoted, decimal: '24.1 GB', '12 MB', '640 kB'."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            v = n / scale
+            return f"{format_number(v, 1 if v < 100 else 0, lang)} {unit}"
+    return f"{format_number(n, 0, lang)} B"
+
+
+def transfers(cost: Any, lang: str = "en") -> list[str]:
+    """A cost's traffic per step, each with its bytes, its link and the time not hidden behind
+    the step's compute: ['+24.1 GB/step over NVLink 4, +0.31 s not hidden', '+15.0 GB/step over
+    PCIe Gen4 x16, +0.6 s'] (collectives of the layout, then host copies of an offload)."""
+    c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
+    out = []
+    for nb, link, t in ((c.get("communication_bytes_per_step"), c.get("link"),
+                         c.get("communication_time_s")),
+                        (c.get("host_bytes_per_step"), c.get("host_link"), c.get("host_time_s"))):
+        if (not nb or nb <= 0) and link and link == c.get("link") and any(
+                t.get("collective") != "copy" for t in c.get("transfers") or ()):
+            out.append(tr("no more traffic over {link} than now", lang,
+                          link=translate_message(str(link), lang)))
+            continue                 # a layout change whose collectives move what today's do
+        if not nb or nb <= 0:
+            continue
+        link = translate_message(str(link), lang) if link else tr("the link", lang)
+        out.append(tr("+{bytes}/step over {link}, +{time} not hidden", lang,
+                      bytes=_decimal_bytes(nb, lang), link=link, time=seconds(t or 0.0, lang))
+                   if t else tr("+{bytes}/step over {link}, hidden behind compute", lang,
+                                bytes=_decimal_bytes(nb, lang), link=link))
+    return out
+
+
+def cost_words(cost: Any, lang: str = "en") -> str:
+    """A change's or a plan's whole cost, said alike by the page, the report and the CLI: its
+    traffic (`transfers`: bytes, link, time), then `cost_text`'s compute, bubble, accuracy
+    risk, job change and GPUs ('+0.33 GB/step over NVLink 4, +1.2 ms not hidden (+4.0% step
+    time) · 4 GPUs')."""
+    c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
+    words = transfers(c, lang)
+    if not words:
+        return cost_text(c, lang)
+    if (c.get("time_share") or 0) > 0:         # the time said once, with its bytes and link
+        words[-1] += tr(" ({share} step time)", lang, share=share(c["time_share"]))
+    rest = cost_text({**c, "time_share": 0.0}, lang)
+    return " · ".join(words if rest == tr(NO_COST, lang) else words + [rest])
