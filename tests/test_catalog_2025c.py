@@ -65,3 +65,60 @@ def test_glm_4_5_serves_in_bf16_on_eight_h200():
                   "parallel": {"gpus": 8, "tensor": 8}}, with_max_batch=False)
     assert e.fits
     assert 87e9 < e.components["weights"] < 90e9
+
+
+# ---- Whisper large-v3 (catalog/data/audio_2025c.json, catalog/whisper.py) ----------------------
+
+WHISPER = "openai/whisper-large-v3"
+
+
+def test_whisper_entry_says_where_its_config_came_from():
+    (m,) = json.loads((DATA_DIR / "audio_2025c.json").read_text())["models"]
+    assert m["id"] == WHISPER and m["family"] == "encoder-decoder"
+    assert m["source"].startswith("https://huggingface.co/" + WHISPER + "/blob/main/config.json "
+                                  "(read from") and "github.com/" in m["source"]
+
+
+def test_whisper_large_v3_by_hand_equals_the_published_figure():
+    """d 1280, ffn 5120, 32 + 32 layers, 128 mel bins, 1500 / 448 positions, vocab 51866:
+    conv1 128 x 1280 x 3 + 1280, conv2 1280 x 1280 x 3 + 1280; attention q / v / out with bias
+    and k without (4 d^2 + 3 d), once per encoder layer, twice (self + cross) per decoder layer;
+    fc1 / fc2 with bias; LayerNorms 2 per encoder layer, 3 per decoder layer, one final each;
+    position tables 1500 d + 448 d; token embeddings 51866 d, proj_out tied. Model card: 1.55B."""
+    d, f = 1280, 5120
+    attn, mlp, ln = 4 * d * d + 3 * d, 2 * d * f + f + d, 2 * d
+    total = (51866 * d + (1500 + 448) * d + 96 * attn + 64 * mlp
+             + (128 * d * 3 + d) + (d * d * 3 + d) + (32 * 2 + 1 + 32 * 3 + 1) * ln)
+    spec = get_model(WHISPER)
+    assert spec.param_count() == total == 1_543_490_560
+    assert abs(total / 1.55e9 - 1) <= 0.02
+    a = spec.arch
+    assert (a.kind, a.layers, a.decoder_layers, a.activation) == ("encoder-decoder", 32, 32, "gelu")
+    assert a.cross_kv_bytes_per_token(2) == 2 * 32 * 1280 * 2
+
+
+def test_whisper_reads_one_30_second_window():
+    """WhisperFeatureExtractor: 480000 samples = 3000 mel frames, conv2's stride 2 -> 1500
+    encoder positions, whatever the task; training labels up to 448 decoder tokens. A
+    generate's new tokens are the decoder's: 1500 + 256 is not refused, seq_len 3000 is."""
+    from vramplan.errors import ScenarioError
+    gen = estimate({"model": WHISPER, "task": "generate", "gpu": "RTX 4090"},
+                   with_max_batch=False)
+    assert gen.scenario.seq_len == 1500 and gen.scenario.new_tokens == 256 and gen.fits
+    # the cross-attention K/V of 1500 encoder positions over 32 layers, bf16
+    assert gen.components["kv_cache"] >= 1500 * 2 * 32 * 1280 * 2
+    train = estimate({"model": WHISPER, "task": "lora", "gpu": "RTX 4090"},
+                     with_max_batch=False)
+    assert (train.scenario.seq_len, train.scenario.target_len) == (1500, 448)
+    with pytest.raises(ScenarioError) as exc:
+        estimate({"model": WHISPER, "task": "generate", "seq_len": 3000, "gpu": "H100"})
+    assert exc.value.key == "seq_len" and "1500 positions" in str(exc.value)
+
+
+def test_whisper_configs_with_unequal_stacks_are_refused_by_name():
+    from vramplan.catalog import spec_from_architecture
+    from vramplan.errors import ScenarioError
+    cfg = dict(get_model(WHISPER).config, decoder_ffn_dim=4096)
+    with pytest.raises(ScenarioError) as exc:
+        spec_from_architecture(cfg)
+    assert exc.value.key == "architecture" and "decoder_ffn_dim" in str(exc.value)

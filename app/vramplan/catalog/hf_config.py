@@ -23,6 +23,7 @@ from ..errors import ScenarioError
 from .layer_config import extras, layer_facts
 from .transformer_arch import TransformerArch
 from .weight_formats import weight_format
+from .whisper import whisper_fields
 
 # model_type -> (kind, style). `style` selects the reader below; any type not listed is read as
 # a Llama-like decoder ("generic") when it carries the Llama keys.
@@ -47,6 +48,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "kimi_k2": ("decoder", "deepseek"),
     "bert": ("encoder", "bert"), "roberta": ("encoder", "bert"),
     "t5": ("encoder-decoder", "t5"), "mt5": ("encoder-decoder", "t5"),
+    "whisper": ("encoder-decoder", "whisper"),   # catalog/whisper.py
 }
 
 # HF's PretrainedConfig default is tie_word_embeddings=True; these config classes override it.
@@ -73,7 +75,9 @@ ATTENTION_DROPOUT_KEYS = ("attn_pdrop", "attention_probs_dropout_prob", "attenti
 # fp16, GPTBigCode, T5, BLOOM, Falcon, NeoX) run softmax(..., dtype=torch.float32), cast back.
 # gpt-oss: softmax(combined_logits, dtype=combined_logits.dtype) over the scores and the sinks
 # (transformers 5.23 models/gpt_oss/modeling_gpt_oss.py eager_attention_forward).
-NO_SOFTMAX_UPCAST = {"bert", "roberta", "gpt2", "gpt_oss"}
+# Whisper: its eager_attention_forward (BART's) runs softmax(attn_weights, dim=-1) in the input
+# dtype (transformers models/whisper/modeling_whisper.py).
+NO_SOFTMAX_UPCAST = {"bert", "roberta", "gpt2", "gpt_oss", "whisper"}
 ACTIVATION_KEYS = ("hidden_activation", "hidden_act", "activation_function")
 # the MLP activation where a config names none (the HF config classes' defaults)
 _ACTIVATION_DEFAULTS = {"llama": "silu", "deepseek": "silu", "gpt2": "gelu_new", "opt": "relu",
@@ -383,6 +387,11 @@ def _phi(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
         norm="layernorm", bias=True, norms_per_layer=1, extra={"lm_head_bias": True})
 
 
+def _whisper(r: _Reader, mt: str, kind: str, tied: bool) -> TransformerArch:
+    return TransformerArch(**whisper_fields(r, mt, kind, tied, _bad))
+
+
 _READERS = {"llama": _llama, "deepseek": _deepseek, "gpt2": _gpt2, "opt": _opt, "bert": _bert,
-            "t5": _t5, "falcon": _falcon, "bloom": _bloom, "gpt_neox": _gpt_neox, "phi": _phi}
+            "t5": _t5, "falcon": _falcon, "bloom": _bloom, "gpt_neox": _gpt_neox, "phi": _phi,
+            "whisper": _whisper}
 

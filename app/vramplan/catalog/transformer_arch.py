@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ScenarioError
 from ..vocab import TRANSFORMER_FAMILIES
-from . import mixers
+from . import mixers, whisper
 
 KINDS = TRANSFORMER_FAMILIES  # a transformer's kind is its family
 
@@ -138,6 +138,8 @@ class TransformerArch:
         if self.learned_positions:
             out["position_embeddings"] = (self.max_positions + x.get("position_offset", 0)) * h
 
+        if x.get("whisper"):
+            return whisper.whisper_breakdown(self, out)
         if self.kind == "encoder-decoder":
             return self._t5_breakdown(out)
 

@@ -275,8 +275,10 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
             and task in TRAINING_TASKS + ("forward",)):
         f["target_len"] = f["seq_len"]
     if family in TRANSFORMER_FAMILIES and f["seq_len"]:
-        what = "seq_len + new_tokens" if f["new_tokens"] else "seq_len"
-        err = positions_error(spec, f["seq_len"] + (f["new_tokens"] or 0), what)
+        # an encoder-decoder's new tokens are the decoder's, outside the encoder's positions
+        new = f["new_tokens"] if family != "encoder-decoder" else 0
+        what = "seq_len + new_tokens" if new else "seq_len"
+        err = positions_error(spec, f["seq_len"] + (new or 0), what)
         if err is not None:
             raise err
 

@@ -99,10 +99,24 @@ def shipped_defaults(task: str, spec) -> dict:
     """A catalog model that ships quantised (config.json `quantization_config`, e.g. gpt-oss's
     MXFP4) defaults to its shipped format for inference; any other precision is a conversion
     (the estimate's notes say so). {} for every other model and task."""
-    if spec is None or task not in SHIPPED_FORMAT_TASKS or not spec.is_transformer:
+    if spec is None or not spec.is_transformer:
         return {}
+    out = whisper_window(task, spec.arch) if spec.config.get("model_type") == "whisper" else {}
+    if task not in SHIPPED_FORMAT_TASKS:
+        return out
     wf = spec.arch.weight_format
-    return {"precision": wf.precision} if wf is not None else {}
+    return {**out, "precision": wf.precision} if wf is not None else out
+
+
+def whisper_window(task: str, arch) -> dict:
+    """Whisper's encoder reads one 30-second window, 1500 positions, whatever the audio
+    (catalog/whisper.py): its seq_len; training labels up to max_target_positions (448)."""
+    if not arch.extra.get("whisper") or task == "load":
+        return {}
+    out = {"seq_len": int(arch.max_positions)}
+    if task in ("train", "lora", "qlora", "forward"):
+        out["target_len"] = int(arch.extra["target_positions"])
+    return out
 
 
 FAMILY = Family(name="transformer", families=TRANSFORMER_FAMILIES, tasks=TASKS,
