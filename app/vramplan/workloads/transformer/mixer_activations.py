@@ -36,6 +36,7 @@ The tracer emulates the same kernels on a CPU trace (measure/tracing/linear_mixe
 from __future__ import annotations
 
 from ...catalog import mixers
+from . import moe_buffers
 from .activations import Kernels, dropout_flags
 
 FLA_CHUNK = 64      # fla's chunk_size: A holds 64 values per token and value head
@@ -171,7 +172,9 @@ def prefill_coeff(arch, p: int, base: float) -> float:
     Mamba2 (cuda_kernels_forward, cache given): zxbcdt, conv_dim, inner, then 12 x inner.
     DeltaNet (Qwen3NextGatedDeltaNet.forward): in_proj_qkvz (2 key_dim + 2 value_dim),
     in_proj_ba (2 nv), the conv output (conv_dim), the kernel output (value_dim), then the
-    norm: its 16-bit normed copy and 12 B per value_dim element."""
+    norm: its 16-bit normed copy and 12 B per value_dim element. An MoE block's routed
+    token copies (moe_buffers.prefill_coeff) count where wider."""
+    base = max(base, moe_buffers.prefill_coeff(arch, p))
     m = arch.mixer or {}
     if not arch.layer_kinds or m.get("type") not in ("linear", "mamba"):
         return base

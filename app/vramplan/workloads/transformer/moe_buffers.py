@@ -1,0 +1,86 @@
+"""The buffers transformers 5.23's MoE experts hold at their widest in a no_grad forward (a
+generate prefill, a forward pass): the routed token copies, not the weights.
+
+transformers' MoE blocks take one of two paths (the pinned release, `pyproject.toml`'s tracing
+extra):
+
+* grouped experts (every class under `@use_experts_implementation`: Qwen2/3-MoE, Mixtral,
+  OLMoE, DeepSeek-V2/V3, GLM-4.5, gpt-oss, Granite MoE, Nemotron-H, ...): `PreTrainedModel.
+  get_correct_experts_implementation` picks "grouped_mm" by default, and
+  `integrations/moe.py: grouped_mm_experts_forward` runs on S = tokens x top_k selections.
+  Its locals live until it returns: `selected_hidden_states_g = hidden_states[perm // k]`
+  (S x h), the up projection `proj_out` (S x 2I, or S x I without a gate), the gate's
+  outputs, the down projection (S x h), `weighted_out` (S x h) and its reordered copy
+  `weighted_out[inv_perm]` (S x h) while the old one is still bound; with biases
+  (`has_bias`, gpt-oss) `gate_up_proj_bias[expert_ids_g]` (S x 2I) and then
+  `down_proj_bias[expert_ids_g]` (S x h) are gathered per selection. The default gate
+  (`_default_apply_gate`: act(gate) * up) adds two S x I tensors; gpt-oss's
+  (`GptOssExperts._apply_gate`: clamp(gate), clamp(up), gate * sigmoid(gate * alpha),
+  (up + 1) * glu) holds five at its last product. The int64 sort ids, permutation and its
+  inverse, the histc input (4 B) and the sorted routing weights add ~28 B per selection;
+  the router's logits (tokens x E, kept by the block: `_, weights, ids = self.gate(...)`) and
+  its top-k weights and int64 indices stay alive through the block.
+* Llama 4 (`models/llama4/modeling_llama4.py`, `Llama4TextMoe.forward`): no grouped path;
+  every token goes through every expert. `hidden_states.repeat(E, 1) * router_scores`
+  (E tokens x h), then `Llama4TextExperts.forward`: one bmm to gate_up (E tokens x 2I),
+  act(gate) and `up * act(gate)` (E tokens x I each), a bmm down (E tokens x h). The router
+  keeps its logits and the scattered scores (tokens x E each), and
+  `Llama4TextDecoderLayer.forward` keeps `attention_states` (tokens x h) bound through the MLP.
+
+Every buffer is proportional to the tokens, so `prefill_coeff` gives the widest of those moments
+in activations.inference_coeff's unit (bytes per token per hidden unit, with its + 2p for the
+block's input and residual; the generate prefill adds 2 p T h more, footprint.generate): the
+tracer meets it on Qwen3-30B-A3B, gpt-oss-20b and Llama 4 Scout (tests/test_moe_buffers.py,
+benchmarks/results/real-modules-2026-12-02b.md). Tensor parallelism divides the coefficient as
+it divides the dense block's (footprint.generate).
+"""
+from __future__ import annotations
+
+DENSE_ROUTING = {"llama4_text", "llama4"}   # Llama4TextMoe: every token through every expert
+BIASED = {"gpt_oss"}          # @use_experts_implementation(..., has_bias=True)
+CLAMPED_SWIGLU = {"gpt_oss"}  # GptOssExperts._apply_gate: five S x I tensors at its end
+UNGATED = {"nemotron_h"}      # @use_experts_implementation(has_gate=False): act(up_proj)
+
+# bytes per selection of the sort / permutation bookkeeping in grouped_mm_experts_forward:
+# expert_ids_g and perm (torch.sort, int64), inv_perm (int64), the histc input (CUDA `.int()`)
+_SORT_BYTES = 8 + 8 + 8 + 4
+
+
+def dense_routing(arch) -> bool:
+    """Whether transformers runs every token through every expert (Llama 4)."""
+    return arch.is_moe and arch.model_type in DENSE_ROUTING
+
+
+def _grouped(arch, p: int) -> float:
+    """Bytes per token at the widest moment of grouped_mm_experts_forward (module docstring)."""
+    h, k, E, inner = arch.hidden, max(1, arch.experts_per_token), arch.num_experts, arch.moe_ffn
+    biased = arch.model_type in BIASED
+    if arch.model_type in UNGATED:
+        gate = h + inner + inner + (inner if biased else 0)
+    elif arch.model_type in CLAMPED_SWIGLU:
+        gate = h + 2 * inner + 5 * inner + (2 * inner if biased else 0)
+    else:
+        gate = h + 2 * inner + 2 * inner + (2 * inner if biased else 0)
+    down = 2 * h + inner + (h if biased else 0)
+    reorder = 4 * h + (h if biased else 0)
+    router = E * p + k * (8 + p)               # logits, top-k int64 ids and weights
+    return router + k * (_SORT_BYTES + p) + k * p * max(gate, down, reorder)
+
+
+def _dense(arch, p: int) -> float:
+    """Bytes per token at the widest moment of Llama4TextMoe.forward (module docstring)."""
+    h, E, inner = arch.hidden, arch.num_experts, arch.moe_ffn
+    gate = h + 2 * inner + 2 * inner         # routed_in, gate_up, act(gate), up * act(gate)
+    down = 2 * h + 3 * inner                 # routed_in, gate_up, the product, the bmm out
+    routed = 2 * h                           # the repeat and its scaled copy
+    router = 2 * E * p                       # logits and the scattered scores
+    return router + h * p + E * p * max(gate, down, routed)   # + attention_states
+
+
+def prefill_coeff(arch, p: int) -> float:
+    """One MoE block's widest no_grad moment in bytes per token per hidden unit, with the
+    block's input and residual (+ 2p, as activations.inference_coeff); 0 for a dense model."""
+    if not arch.is_moe or arch.moe_layers == 0:
+        return 0.0
+    per_token = _dense(arch, p) if dense_routing(arch) else _grouped(arch, p)
+    return per_token / arch.hidden + 2 * p
