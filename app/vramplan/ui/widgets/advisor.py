@@ -11,15 +11,13 @@ import html
 import ipywidgets as W
 
 from . import looks as L
-from ...charts.waterfall import cost_text
-from ...report.words import engine_why
+from ...report.words import cost_words, engine_why, saving
 from ..state.i18n import _, current_lang, msg
 from .jobs import Jobs
 from .section import section
 from ..state.text import gib, message_html, size
 
 PLANS = 3
-CHANGES = 6
 _e = html.escape
 
 
@@ -36,6 +34,19 @@ def title_html(title: str) -> str:
     (marked lang='en': made from values, docs/i18n.md)."""
     t = msg(title)
     return _e(t) if t != title or current_lang() == "en" else f"<span lang='en'>{_e(title)}</span>"
+
+
+def change_html(rec, fits: bool = False) -> str:
+    """A single change's row: its title, what it buys and its cost in the CLI's and the
+    report's words (`report.words.saving`: device bytes, or on a serve plan the KV pool;
+    `cost_words`: each transfer's bytes per step, link and time, then compute, risk, GPUs).
+    Every change the advisor lists is shown: a serving proposal frees no device bytes (vLLM
+    pre-allocates), yet it is what starts the engine."""
+    lang = current_lang()
+    fit = " · " + _("fits") if fits else ""
+    return (f"<div class='vp-change'><b>{title_html(rec.title)}</b><div class='vp-hint'>"
+            f"{_e(saving(rec.to_dict(full=False), lang))}{fit} · "
+            f"{_e(cost_words(rec.cost, lang))}</div></div>")
 
 
 class AdvisorPanel(W.VBox):
@@ -164,23 +175,19 @@ class AdvisorPanel(W.VBox):
                 f"<ul class='vp-list'>{items}</ul>"
                 "<div class='vp-plan-figs'>" + _("{used} of {usable} per GPU").format(
                     used=gib(used), usable=gib(p.estimate.gpu.usable_bytes)) +
-                f"</div><div class='vp-hint'>{_e(cost_text(p.cost, current_lang()))}</div>")
+                f"</div><div class='vp-hint'>{_e(cost_words(p.cost, current_lang()))}</div>")
             self._apply_button(card.children[1], p, _("Apply this plan"))
             cards.append(card)
         if tuple(cards) != self.plans.children:
             self.plans.children = cards
         self.plans.layout.display = "" if cards else "none"
         rows = []
-        recs = [r for r in adv.recommendations if r.saves_bytes > 0][:CHANGES]
+        recs = list(adv.recommendations)      # what `vramplan advise` lists, all of it
         if recs:
             rows.append(self._subtitle)
         for i, r in enumerate(recs):
-            fits = " · " + _("fits") if r.estimate.fits else ""
             row = self._row(i)
-            row.children[0].value = (f"<div class='vp-change'><b>{title_html(r.title)}</b>"
-                                     "<div class='vp-hint'>" + _("saves {size}").format(
-                                         size=size(r.saves_bytes)) +
-                                     f"{fits} · {_e(cost_text(r.cost, current_lang()))}</div></div>")
+            row.children[0].value = change_html(r, r.estimate.fits)
             self._apply_button(row.children[1], r)
             rows.append(row)
         rows += self._job_rows(adv, len(recs))
@@ -189,14 +196,11 @@ class AdvisorPanel(W.VBox):
 
     def _job_rows(self, adv, start: int) -> list:
         """The changes that change the job, apart, each with its accuracy risk."""
-        jobs = [r for r in getattr(adv, "job_changes", ()) if r.saves_bytes > 0][:CHANGES]
+        jobs = list(getattr(adv, "job_changes", ()))
         out = [self._job_title] if jobs else []
         for i, r in enumerate(jobs, start):
             row = self._row(i)
-            row.children[0].value = (f"<div class='vp-change'><b>{title_html(r.title)}</b>"
-                                     "<div class='vp-hint'>" + _("saves {size}").format(
-                                         size=size(r.saves_bytes)) +
-                                     f" · {_e(cost_text(r.cost, current_lang()))}</div></div>")
+            row.children[0].value = change_html(r)
             self._apply_button(row.children[1], r)
             out.append(row)
         return out
