@@ -110,12 +110,20 @@ def test_mamba2_prefill_moment_by_hand():
     """Granite-4.0-H-Tiny's prefill (bf16, p = 2): zxbcdt 2 x 3072 + 2 x 128 + 48 = 6448 wide,
     the conv output 3072 + 256 = 3328, the scan output 3072, all 16-bit, and the gated norm's
     three fp32 tensors of 3072 (12 B each element): 2 x (6448 + 3328 + 3072) + 12 x 3072 =
-    62,560 B per token, / hidden 1536, + 2p for the block input and residual."""
-    a = _arch("ibm-granite/granite-4.0-h-tiny")
+    62,560 B per token, / hidden 1536, + 2p for the block input and residual (the model
+    without its routed experts). With its 64 experts, top-6 of width 512, the MoE block's
+    routed copies are wider (moe_buffers.py, grouped_mm_experts_forward): 6 selections per
+    token, 4 x 1536 wide at the reorder (wider than h + 4 x 512), 2 B each; router logits
+    64 x 2 B, top-k ids and weights 6 x 10 B, sort ids / perms / histc input / sorted
+    weights 6 x 30 B: 73,728 + 128 + 60 + 180 = 74,096 B per token."""
+    a = _arch("ibm-granite/granite-4.0-h-tiny", num_local_experts=0, num_experts_per_tok=0)
     assert 2 * (6448 + 3328 + 3072) + 12 * 3072 == 62_560
     assert ma.prefill_coeff(a, 2, 1.0) == pytest.approx(62_560 / 1536 + 4)
     assert ma.prefill_coeff(a, 2, 100.0) == 100.0               # a wider MLP moment wins
     assert ma.prefill_coeff(_arch("Qwen/Qwen3-0.6B"), 2, 7.5) == 7.5   # uniform: unchanged
+    moe = _arch("ibm-granite/granite-4.0-h-tiny")
+    assert 6 * 2 * 4 * 1536 + 64 * 2 + 6 * 10 + 6 * 30 == 74_096
+    assert ma.prefill_coeff(moe, 2, 1.0) == pytest.approx(74_096 / 1536 + 4)
 
 
 def test_qk_norm_keeps_its_input_and_normed_tensor():
