@@ -94,6 +94,17 @@ def test_transfer_words_by_hand():
                              "(+90% step time)")
     zh = transfers(c, "zh")
     assert "每步" in zh[0] and "24.1 GB" in zh[0]
+    # a plan's cost is its whole traffic (its own collectives, once), not an increment
+    assert transfers(c, total=True)[0] == "24.1 GB/step over NVLink 4, 310.0 ms not hidden"
+
+
+def test_a_plan_card_says_its_whole_traffic(serve):
+    """The fp8-weights plan keeps TP 2: its 671 MB/step are the all-reduces TP 2 does today,
+    so the plan says '671 MB/step', never '+671 MB/step' as if fp8 weights added them."""
+    p = next(p for p in serve.plans if [c["id"] for c in p.changes] == ["weights-fp8"])
+    words = cost_words(p.cost, total=True)
+    assert words.startswith(f"{p.cost.communication_bytes_per_step / 1e6:.0f} MB/step over "
+                            "NVLink 4, ") and not words.startswith("+")
 
 
 def test_a_layout_change_names_its_bytes_link_and_time():

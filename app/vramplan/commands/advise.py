@@ -61,12 +61,12 @@ def _g(n) -> str:
     return "-" if n is None else f"{n / GiB:.2f}"
 
 
-def _cost(c) -> str:
+def _cost(c, total: bool = False) -> str:
     """The cost as the page and the report say it (report.words.cost_words: each transfer's
-    bytes per step, link and time, compute, bubble, risk, job change, GPUs), then for more than
-    one GPU the step and its GPU-seconds."""
+    bytes per step, link and time, compute, bubble, risk, job change, GPUs; `total`: a plan's
+    whole traffic), then for more than one GPU the step and its GPU-seconds."""
     from ..report.words import cost_words
-    text = cost_words(c)
+    text = cost_words(c, total=total)
     if c.gpu_seconds is not None and c.gpus > 1:
         text += f" · step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s"
     return text
@@ -96,7 +96,7 @@ def render(adv) -> str:
                   adv.allow_job_changes else "not in plans; --allow-job-changes") + "):",
                   table(rows, ["id", "buys", "accuracy risk", "change"], "llll"), ""]
     if adv.plans:
-        rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost),
+        rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost, True),
                  " + ".join(c["title"] for c in p.changes)] for i, p in enumerate(adv.plans, 1)]
         lines += [f"plans that fit with the headroom (fewest GPU-seconds per step first, on "
                   f"{g.id}):",

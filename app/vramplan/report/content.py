@@ -155,7 +155,7 @@ def plans(adv: Mapping[str, Any], lang: str) -> list[dict]:
                     "gpus": int(p.get("gpus") or 1), "gpu": p.get("gpu"),
                     "used": size(p.get("device_used_bytes"), lang),
                     "headroom": size(p.get("headroom_bytes"), lang),
-                    "cost": words.cost_words(p.get("cost"), lang)})
+                    "cost": words.cost_words(p.get("cost"), lang, total=True)})
     return out
 
 

@@ -143,37 +143,40 @@ def _decimal_bytes(n: float, lang: str) -> str:
     return f"{format_number(n, 0, lang)} B"
 
 
-def transfers(cost: Any, lang: str = "en") -> list[str]:
-    """A cost's traffic per step, each with its bytes, its link and the time not hidden behind
-    the step's compute: ['+24.1 GB/step over NVLink 4, +0.31 s not hidden', '+15.0 GB/step over
-    PCIe Gen4 x16, +0.6 s'] (collectives of the layout, then host copies of an offload)."""
+def transfers(cost: Any, lang: str = "en", total: bool = False) -> list[str]:
+    """A change's traffic per step, each with its bytes, its link and the time not hidden
+    behind the step's compute: ['+24.1 GB/step over NVLink 4, +310.0 ms not hidden', '+15.0
+    GB/step over PCIe Gen5 x16, +1.50 s not hidden'] (collectives of the layout, then host
+    copies of an offload). `total`: a plan's whole traffic, not what it adds ('24.1 GB/step
+    over NVLink 4, 310.0 ms not hidden')."""
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
     out = []
     for nb, link, t in ((c.get("communication_bytes_per_step"), c.get("link"),
                          c.get("communication_time_s")),
                         (c.get("host_bytes_per_step"), c.get("host_link"), c.get("host_time_s"))):
-        if (not nb or nb <= 0) and link and link == c.get("link") and any(
-                t.get("collective") != "copy" for t in c.get("transfers") or ()):
+        if (not nb or nb <= 0) and not total and link and link == c.get("link") and any(
+                x.get("collective") != "copy" for x in c.get("transfers") or ()):
             out.append(tr("no more traffic over {link} than now", lang,
                           link=translate_message(str(link), lang)))
             continue                 # a layout change whose collectives move what today's do
         if not nb or nb <= 0:
             continue
+        sign = "" if total else "+"
         link = translate_message(str(link), lang) if link else tr("the link", lang)
-        out.append(tr("+{bytes}/step over {link}, +{time} not hidden", lang,
+        out.append(tr(sign + "{bytes}/step over {link}, " + sign + "{time} not hidden", lang,
                       bytes=_decimal_bytes(nb, lang), link=link, time=seconds(t or 0.0, lang))
-                   if t else tr("+{bytes}/step over {link}, hidden behind compute", lang,
+                   if t else tr(sign + "{bytes}/step over {link}, hidden behind compute", lang,
                                 bytes=_decimal_bytes(nb, lang), link=link))
     return out
 
 
-def cost_words(cost: Any, lang: str = "en") -> str:
-    """A change's or a plan's whole cost, said alike by the page, the report and the CLI: its
-    traffic (`transfers`: bytes, link, time), then `cost_text`'s compute, bubble, accuracy
-    risk, job change and GPUs ('+0.33 GB/step over NVLink 4, +1.2 ms not hidden (+4.0% step
-    time) · 4 GPUs')."""
+def cost_words(cost: Any, lang: str = "en", total: bool = False) -> str:
+    """A change's or (`total`) a plan's whole cost, said alike by the page, the report and the
+    CLI: its traffic (`transfers`: bytes, link, time), then `cost_text`'s compute, bubble,
+    accuracy risk, job change and GPUs ('+336 MB/step over NVLink 4, +0.75 ms not hidden
+    (+3.3% step time) · 4 GPUs')."""
     c = cost.to_dict() if hasattr(cost, "to_dict") else dict(cost or {})
-    words = transfers(c, lang)
+    words = transfers(c, lang, total)
     if not words:
         return cost_text(c, lang)
     if (c.get("time_share") or 0) > 0:         # the time said once, with its bytes and link

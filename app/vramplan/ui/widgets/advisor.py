@@ -175,7 +175,7 @@ class AdvisorPanel(W.VBox):
                 f"<ul class='vp-list'>{items}</ul>"
                 "<div class='vp-plan-figs'>" + _("{used} of {usable} per GPU").format(
                     used=gib(used), usable=gib(p.estimate.gpu.usable_bytes)) +
-                f"</div><div class='vp-hint'>{_e(cost_words(p.cost, current_lang()))}</div>")
+                f"</div><div class='vp-hint'>{_e(cost_words(p.cost, current_lang(), total=True))}</div>")
             self._apply_button(card.children[1], p, _("Apply this plan"))
             cards.append(card)
         if tuple(cards) != self.plans.children:
