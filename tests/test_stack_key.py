@@ -46,12 +46,14 @@ def test_cli_flag_comes_from_the_table():
 
 
 def test_nearest_earlier_change_point():
-    # torchtitan's compiled loss starts at 2025-04 (PR #1033): 2025-02 takes 2024-04 (loss
-    # parallel only), 2025-06 takes 2025-05, no version takes the newest point; 2024-01 is
-    # before every point
+    # torchtitan's compiled loss starts at 2025-04 (PR #1033): 2025-02 takes 2024-10 (loss
+    # parallel, expandable segments), 2025-06 takes 2025-05, no version takes the newest
+    # point; 2024-01 is before every point
     early, mid, newest = (stacks.resolve(v) for v in
                           ("torchtitan@2025-02", "torchtitan@2025-06", "torchtitan"))
-    assert early.point == "2024-04" and not early.has("compiled-loss")
+    assert early.point == "2024-10" and not early.has("compiled-loss")
+    assert early.has("expandable-segments") and \
+        not stacks.resolve("torchtitan@2024-09").has("expandable-segments")
     before = stacks.resolve("torchtitan@2024-01")
     assert before.point is None and before.mechanisms == {}
     assert "earlier than every change point" in before.resolution_note()

@@ -55,7 +55,7 @@ def test_qlora_before_bitsandbytes_0_43_2_keeps_every_4bit_input():
     old = _est(d, "hf@2024-06")
     assert {m["name"]: m["applied"] for m in old.to_dict()["stack"]["mechanisms"]} == \
         {"bnb-4bit-no-double-quant": True, "bnb-4bit-fp32-compute": True,
-         "bnb-4bit-keeps-input": True}
+         "bnb-4bit-keeps-input": True, "bnb-int8-keeps-input": False, "t5-fp32-wo": False}
 
 
 def test_hf_load_in_4bit_without_double_quant():

@@ -43,14 +43,14 @@ def test_the_stacks_offered_follow_the_family_and_task():
     assert "torchtitan" not in stacks.applicable("decoder", "lora")    # pre-training only
     # torchtitan's change points (stacks.toml), newest first
     assert stacks.versions("torchtitan") == ("2025-12", "2025-07", "2025-05", "2025-04",
-                                             "2024-04")
+                                             "2024-10", "2024-04")
     assert stacks.versions("timm") == ()
     got = _stack_field({"model": "torchvision/resnet50", "task": "train"}).choices
     assert got[:2] == ("pytorch", "hf") and "torchtitan" not in got and "timm" in got
     llm = _stack_field({"model": "meta-llama/Llama-3.1-8B", "task": "train"}).choices
-    assert llm[llm.index("torchtitan"):llm.index("torchtitan") + 6] == (
+    assert llm[llm.index("torchtitan"):llm.index("torchtitan") + 7] == (
         "torchtitan", "torchtitan@2025-12", "torchtitan@2025-07", "torchtitan@2025-05",
-        "torchtitan@2025-04", "torchtitan@2024-04")
+        "torchtitan@2025-04", "torchtitan@2024-10", "torchtitan@2024-04")
 
 
 def test_every_applicable_stack_and_version_is_a_valid_scenario():

@@ -7,6 +7,7 @@ Workloads with allocator 'driver' (no caching allocator) have reserved == alloca
 """
 from __future__ import annotations
 
+from .catalog import stacks
 from .parallel import layout_of
 from .runtime import cuda_context_bytes, legacy_stack, nccl_bytes  # noqa: F401
 from .vec import is_array, to_int, vmax, where
@@ -26,6 +27,11 @@ FRAG_EXPANDABLE = 0.02
 # Persistent tensors (weights, states) waste on average half a 2 MiB rounding step each; ~0.5%
 # of their bytes for the tensor sizes of real models (hundreds of tensors of 10-500 MiB).
 PERSIST_GRAIN = 0.005
+# expandable segments (pytorch c10/cuda/CUDACachingAllocator.cpp, Note [Expandable Segments]
+# and ExpandableSegment: "2MB for small pool, 20MB for large pool"): one segment per pool grows
+# by mapping pages; a block is carved from it at its 512-byte rounded size, so no request gets
+# a segment of its own (no 2 MiB rounding per tensor, no half-used 20 MiB segment)
+_PAGE_LARGE = 20 * MiB
 
 
 def round_request(n: int) -> int:
@@ -71,11 +77,34 @@ def transient_bytes(components: dict) -> int:
     return to_int(sum(v for k, v in components.items() if k not in persistent))
 
 
+def page_waste(allocated) -> int:
+    """Expandable segments: the unfilled part of the large pool's last 20 MiB page when the
+    segment holds `allocated` bytes."""
+    return to_int((-to_int(allocated)) % _PAGE_LARGE)
+
+
+def _stack_expandable(footprint, scenario) -> bool:
+    """The scenario's software stack runs with expandable_segments:True (torchtitan's run
+    script from 2024-10, stacks.toml); the note says so once."""
+    from .workloads import stack_mechanisms as mech
+    st = stacks.of(scenario) if scenario is not None else None
+    if st is None or not mech.use(footprint.notes, st, "expandable-segments"):
+        return False
+    mech.mark_applied(getattr(footprint, "stack", None), "expandable-segments")
+    return True
+
+
 def allocator_slack(footprint, scenario=None) -> int:
-    """reserved - allocated at the peak, for PyTorch's caching allocator."""
+    """reserved - allocated at the peak, for PyTorch's caching allocator. A stack that turns
+    on expandable segments: page rounding instead of segment rounding, and the fragmentation
+    share FRAG (blocks are still placed best-fit inside the segment and split; the published
+    torchtitan runs with it, F01-F07, keep a gap like the runs without it)."""
     if footprint.allocator != "torch":
         return 0
     comps = footprint.components
+    if _stack_expandable(footprint, scenario):
+        return to_int(page_waste(footprint.peak_allocated_bytes)
+                      + FRAG * transient_bytes(comps))
     opts = set(getattr(scenario, "options", ()) or ())
     frag = FRAG_EXPANDABLE if "expandable-segments" in opts else FRAG
     largest = footprint.largest_allocation

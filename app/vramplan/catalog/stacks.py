@@ -178,3 +178,19 @@ def resolve(text: str | None) -> Stack:
 def of(scenario) -> Stack:
     """The Stack a scenario runs on (its `stack` key; the default `pytorch` when absent)."""
     return resolve(getattr(scenario, "stack", None))
+
+
+# the optimizer a stack's trainer uses when the scenario names none (mechanism -> optimizer);
+# what the mechanism's bytes are: vramplan.workloads.stack_mechanisms
+_OPTIMIZER_DEFAULTS = {"adamw-8bit-default": "adamw-8bit"}
+
+
+def default_optimizer(text: str | None) -> str | None:
+    """The optimizer a normalised `stack` value defaults to for training (None: the task's
+    usual default). Unsloth >= 2025-02 patches every TRL trainer config to optim='adamw_8bit'
+    (stacks.toml, mechanism adamw-8bit-default)."""
+    st = resolve(text)
+    for mech, optim in _OPTIMIZER_DEFAULTS.items():
+        if st.has(mech):
+            return optim
+    return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..catalog.stacks import default_optimizer as stack_optimizer
 from ..errors import ScenarioError, closest
 from ..readers import read_choice, read_json, read_obj
 from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
@@ -285,6 +286,9 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     defaults["precision"] = model_given(task, spec).get("precision", defaults["precision"])
     f["precision"] = read_precision(d["precision"], task, defaults["precision"]) \
         if d.get("precision") is not None else defaults["precision"]
+    stack = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
+    if task in TRAINING_TASKS and stack_optimizer(stack):   # e.g. Unsloth's adamw_8bit
+        defaults["optimizer"] = stack_optimizer(stack)
     for name in ("optimizer", "gradient_accumulation", "checkpointing"):
         f[name] = get(name)
         refuse_non_neutral(name, f[name], task, family)
@@ -356,6 +360,9 @@ def replace_dict(sc, changes: dict) -> dict:
     if "gpu" in changes and "precision" not in changes and changes["gpu"] != sc.gpu and \
             base.get("precision") == default_precision(sc.task, sc.gpu):
         del base["precision"]         # the old GPU's default: the new GPU's default instead
+    if "stack" in changes and "optimizer" not in changes and sc.given is not None and \
+            "optimizer" not in sc.given:
+        base.pop("optimizer", None)   # the old stack's default: the new stack's instead
     if changes.get("task", sc.task) != sc.task or moved:
         spec = sc.spec
         fam = spec.family if spec is not None else None

@@ -49,6 +49,39 @@ The byte formulas, each read in the framework's source:
   parallelize.py apply_fsdp): the embeddings and [norm, output] are FSDP2 units of their own
   and the root unit holds nothing; the embeddings reshard after forward, so the parameters
   that stay gathered beside the blocks are the head's alone (before: embeddings + head).
+- `adamw-8bit-default` (Unsloth >= 2025-02, PR #1701, commit 95fb1d69, unsloth/models/rl.py
+  _patch_trl_rl_trainers: every TRL trainer config Unsloth patches takes `optim="adamw_8bit"`
+  as its default): a scenario naming no optimizer gets `adamw-8bit` (the scenario stage reads
+  `catalog.stacks.default_optimizer`): bitsandbytes AdamW8bit keeps two uint8 states and fp32
+  block scales (vramplan.optimizers), not two states of the parameter's dtype. bitsandbytes
+  keeps 32-bit states for tensors under `min_8bit_size` = 4096 elements (optim/optimizer.py
+  Optimizer2State.init_state); a LoRA adapter holds r x in >= 4096 elements for r >= 8 and
+  in >= 512, so none of them is that small.
+- `t5-fp32-wo` (transformers PR #20683; 5.23.0 T5PreTrainedModel._keep_in_fp32_modules =
+  ["wo"], modeling_utils._get_dtype_plan for float16, the bitsandbytes quantizers'
+  get_modules_to_not_convert): in T5-family models (t5, mt5, umt5, udop, pop2piano) every FFN
+  output projection `wo` (d_ff x d_model, one per encoder and decoder layer) stays fp32 when
+  the model loads in fp16, int8 or nf4 (their default load dtype is float16): 4 B per weight
+  instead of the format's. Its input is cast to fp32 in T5DenseActDense.forward (not counted).
+- `bnb-int8-keeps-input` (bitsandbytes MatMul8bitLt.forward, `ctx.tensors = (CAt, subA, A)`
+  when any input needs a gradient, since c771b3a7): in a LoRA on an LLM.int8 base every frozen
+  int8 linear keeps its input for backward (the input itself: q, k and v share one).
+- `bnb-int8-copies` (bitsandbytes >= 0.45.0, PR #1401, 81e6345d): a call holds, beside its
+  input and 16-bit output, the int8 quantised input (T x in), an fp32 scale per row (4 T) and
+  the int32 accumulator (4 T x out) while it is dequantised: T (in + 4 out) + 4 T bytes for
+  the widest block linear (h -> f); with fp16 activations (transformers' load_in_8bit default
+  dtype) `A.to(float16)` is A itself. Outlier columns (subA, T x a few columns above the 6.0
+  threshold) depend on the data: not counted. Backward dequantises the weight:
+  `state.CB.to(dtype_A, copy=True)`, a 16-bit copy of the widest linear, p in out bytes.
+- `expandable-segments` (torchtitan >= 2024-10, commit a5e57e4a: run_llama_train.sh sets
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; pytorch CUDACachingAllocator.cpp Note
+  [Expandable Segments]): the large pool is one segment that grows by 20 MiB pages and the
+  small pool by 2 MiB pages, so no request gets a segment of its own rounded to 2 MiB and the
+  1-10 MiB requests share no half-used 20 MiB segment: the rounding the allocator model adds
+  is the unfilled part of the last 20 MiB page (vramplan.overhead.page_waste). Blocks inside
+  the segment are still placed best-fit and split, so the fragmentation share stays: the
+  published torchtitan runs that set it (F01-F07) hold a reserved - allocated gap like the
+  runs without it.
 - `frozen-bn` (detectron2/layers/batch_norm.py and torchvision.ops.misc FrozenBatchNorm2d:
   `x * scale + bias` with scale and bias from buffers): a frozen BN keeps no input for
   backward and has no parameters (four per-channel buffers).
@@ -85,6 +118,16 @@ EFFECT = {
                        "the root unit holds nothing, so only the head stays gathered",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "
                  "input and no BN parameters",
+    "adamw-8bit-default": "no optimizer given: the stack's trainer config defaults to "
+                          "optim='adamw_8bit' (bitsandbytes AdamW8bit: 8-bit states)",
+    "t5-fp32-wo": "T5's FFN output projections (wo) stay fp32 under fp16, int8 and nf4 "
+                  "(transformers _keep_in_fp32_modules)",
+    "bnb-int8-keeps-input": "bitsandbytes MatMul8bitLt saves its input for backward: every "
+                            "frozen int8 linear keeps its input",
+    "bnb-int8-copies": "LLM.int8 calls hold the int8 input, fp32 row scales and an int32 "
+                       "accumulator; backward dequantises the weight to 16 bit",
+    "expandable-segments": "expandable_segments:True: one growing segment per pool (20 MiB "
+                           "pages), no per-request segment rounding",
 }
 _MARK = "stack mechanism "
 
@@ -118,6 +161,14 @@ def section(stack, notes: list) -> dict:
                            for m, src in stack.mechanisms.items()]}
 
 
+def mark_applied(section_: dict | None, name: str) -> None:
+    """Set a mechanism applied in an estimate's `stack` section made before a later stage
+    (the allocator's, vramplan.overhead) applied it."""
+    for m in (section_ or {}).get("mechanisms", ()):
+        if m["name"] == name:
+            m["applied"] = True
+
+
 def compiled_loss_bytes(p: int, tokens: int, vocab: int) -> int:
     """torchtitan's compiled cross-entropy at the start of backward: the saved 16-bit logits,
     the 16-bit gradient its fused backward writes, and two fp32 values per row."""
@@ -143,3 +194,17 @@ def fp32_dequant_bytes(d_in: int, d_out: int, tokens: int) -> int:
 def nf4_weights(quantizable: int, kept: int) -> int:
     """4-bit weights without double quantisation; the rest (embeddings, head, norms) 16-bit."""
     return int(quantizable * NF4_NO_DOUBLE_QUANT) + 2 * kept
+
+
+def int8_call_bytes(d_in: int, d_out: int, tokens: int) -> int:
+    """An LLM.int8 call's copies beside its input and 16-bit output (bitsandbytes >= 0.45):
+    the int8 input, an fp32 scale per row and the int32 accumulator."""
+    return tokens * (d_in + 4 * d_out) + 4 * tokens
+
+
+T5_FP32_TYPES = ("t5", "mt5", "umt5", "udop", "pop2piano")
+
+
+def t5_fp32_extra(n_wo: int, fmt_bytes_per_weight: float) -> int:
+    """Bytes the fp32 `wo` projections add over storing their n_wo weights in the format."""
+    return int(n_wo * (4 - fmt_bytes_per_weight))

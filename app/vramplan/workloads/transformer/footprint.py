@@ -204,7 +204,8 @@ class _Ctx(Training, StackHooks):
         a = self.arch
         w = self.resident_weight_bytes()
         T = self.tokens()
-        layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor
+        layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor \
+            + self.stack_int8_call_bytes(T)   # LLM.int8 copies (stack_hooks)
         scores = 0
         if (self.sc.attention or "sdpa") == "eager":
             scores = score_bytes_inference(a.model_type, self.p, self.mixed) * self.b * \
@@ -243,7 +244,7 @@ class _Ctx(Training, StackHooks):
         kv_prompt = b * cache(s)
         T = b * s
         coeff = mixer_activations.prefill_coeff(a, self.p, inference_coeff(a, self.p))
-        layer = coeff * T * a.hidden / self.L.tensor
+        layer = coeff * T * a.hidden / self.L.tensor + self.stack_int8_call_bytes(T)
         scores = 0
         if (self.sc.attention or "sdpa") == "eager":
             scores = score_bytes_inference(a.model_type, self.p, self.mixed) * b * a.heads * s * s

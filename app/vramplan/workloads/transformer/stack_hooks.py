@@ -5,7 +5,9 @@ estimates exactly as before. The formulas and their sources: workloads/stack_mec
 from __future__ import annotations
 
 from ... import precision as prec_mod
+from ...catalog.stacks import default_optimizer
 from .. import stack_mechanisms as mech
+from . import formats
 
 
 class StackHooks:
@@ -13,10 +15,37 @@ class StackHooks:
 
     def stack_weight_bytes(self, fmt: str) -> int | None:
         """4-bit bitsandbytes weights as transformers loads them by default (no double
-        quantisation); None: the format's usual bytes."""
+        quantisation), T5's fp32 `wo` projections; None: the format's usual bytes."""
+        base = None
         if fmt == "nf4" and mech.use(self.notes, self.stack, "bnb-4bit-no-double-quant"):
-            return mech.nf4_weights(self.blocks_g, self.norms_g + self.embed_g)
-        return None
+            base = mech.nf4_weights(self.blocks_g, self.norms_g + self.embed_g)
+        n_wo = self._t5_wo_params(fmt)
+        if n_wo:
+            per = mech.NF4_NO_DOUBLE_QUANT if base is not None else \
+                prec_mod.weight_bytes_per_param(fmt)
+            base = formats.weight_bytes(self, fmt) if base is None else base
+            mech.use(self.notes, self.stack, "t5-fp32-wo")
+            return base + mech.t5_fp32_extra(n_wo, per)
+        return base
+
+    def _t5_wo_params(self, fmt: str) -> int:
+        """The `wo` weights this GPU holds where transformers keeps them fp32 (T5 family in
+        fp16, int8 or nf4; the load dtype of 8-bit / 4-bit defaults to float16): one d_ff x
+        d_model projection per encoder and decoder layer, split over tensor ranks."""
+        a = self.arch
+        if fmt not in ("fp16", "int8", "nf4") or a.model_type not in mech.T5_FP32_TYPES or \
+                not self.stack.has("t5-fp32-wo"):
+            return 0
+        return int(a.total_layers * self.stage_frac * a.ffn * a.hidden / self.L.tensor)
+
+    def stack_optimizer(self, optim: str) -> str:
+        """The optimizer the plan trains with; notes the stack's default when the scenario
+        named none (Unsloth's adamw_8bit: the scenario stage filled it in)."""
+        given = getattr(self.sc, "given", None)
+        if given is not None and "optimizer" not in given and \
+                optim == default_optimizer(self.sc.stack):
+            mech.use(self.notes, self.stack, "adamw-8bit-default")
+        return optim
 
     def stack_loss_bytes(self, tokens: int, vocab: int) -> int | None:
         """The training loss's bytes at the start of backward where the stack replaces the
@@ -35,7 +64,10 @@ class StackHooks:
     def stack_keep(self, keep: dict, fmt: str) -> dict:
         """Which linear groups keep their input for backward in a LoRA plan: all of them when
         the base is bitsandbytes 4-bit, MatMul4Bit saves its input and the compute dtype is
-        16-bit (Linear4bit's x.to(compute_dtype) is then x itself, shared by q / k / v)."""
+        16-bit (Linear4bit's x.to(compute_dtype) is then x itself, shared by q / k / v), or
+        when it is LLM.int8 (MatMul8bitLt saves A, the input itself)."""
+        if fmt == "int8" and mech.use(self.notes, self.stack, "bnb-int8-keeps-input"):
+            return {g: True for g in keep}
         if self.sc.task == "qlora" and fmt == "nf4" and \
                 not self.stack.has("bnb-4bit-fp32-compute") and \
                 mech.use(self.notes, self.stack, "bnb-4bit-keeps-input"):
@@ -98,14 +130,27 @@ class StackHooks:
 
     def stack_dequant_bytes(self, fmt: str | None) -> int:
         """A QLoRA block's backward under transformers' default fp32 bnb compute dtype: the
-        widest 4-bit linear's fp32 dequantised weight with its fp32 input and output (0
-        otherwise)."""
+        widest 4-bit linear's fp32 dequantised weight with its fp32 input and output; an
+        LLM.int8 base's backward: the widest linear's 16-bit dequantised copy and its fp32
+        row scales (MatMul8bitLt.backward); 0 otherwise."""
+        a = self.arch
+        f = a.moe_ffn if a.is_moe else a.ffn
+        if fmt == "int8" and mech.use(self.notes, self.stack, "bnb-int8-copies"):
+            return (self.p * a.hidden * f + 4 * max(a.hidden, f)) // self.L.tensor
         if self.sc.task != "qlora" or fmt != "nf4" or \
                 not mech.use(self.notes, self.stack, "bnb-4bit-fp32-compute"):
             return 0
+        return mech.fp32_dequant_bytes(a.hidden, f, self.tokens()) // self.L.tensor
+
+    def stack_int8_call_bytes(self, tokens) -> int:
+        """An inference pass's LLM.int8 copies at its widest block linear (h -> f: the int8
+        input, fp32 row scales, the int32 accumulator), beside what a 16-bit call holds;
+        0 unless the weights are int8 on a stack with bitsandbytes' LLM.int8."""
+        if self.prec != "int8" or not mech.use(self.notes, self.stack, "bnb-int8-copies"):
+            return 0
         a = self.arch
         f = a.moe_ffn if a.is_moe else a.ffn
-        return mech.fp32_dequant_bytes(a.hidden, f, self.tokens()) // self.L.tensor
+        return mech.int8_call_bytes(a.hidden, f, tokens) // self.L.tensor
 
     def stack_selective_drop(self) -> float:
         """Bytes per token per hidden unit selective checkpointing does not keep where the

@@ -69,7 +69,7 @@ class Training(StageActivations):
         """Weights, gradients, optimizer states and the step's temporary per rank: ZeRO shards
         (parallel.shard_divisors), LoRA's frozen base beside its adapters, offload."""
         sc, L = self.sc, self.L
-        optim = sc.optimizer or "adamw"
+        optim = self.stack_optimizer(sc.optimizer or "adamw")   # stack default (stack_hooks)
         lora = sc.task in ("lora", "qlora")
         div = par.shard_divisors(L.zero, L.shard_group)
         opt_off = "optimizer" in self.off
