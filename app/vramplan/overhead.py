@@ -29,8 +29,10 @@ FRAG_EXPANDABLE = 0.02
 PERSIST_GRAIN = 0.005
 # expandable segments (pytorch c10/cuda/CUDACachingAllocator.cpp, Note [Expandable Segments]
 # and ExpandableSegment: "2MB for small pool, 20MB for large pool"): one segment per pool grows
-# by mapping pages; a block is carved from it at its 512-byte rounded size, so no request gets
-# a segment of its own (no 2 MiB rounding per tensor, no half-used 20 MiB segment)
+# by mapping pages; DeviceCachingAllocator::should_split splits a large-pool block whenever
+# 512 B or more remain when expandable segments are on (remaining > 1 MiB otherwise), so a
+# block is carved at its 512-byte rounded size and no request gets a segment of its own (no
+# 2 MiB rounding per tensor, no half-used 20 MiB segment)
 _PAGE_LARGE = 20 * MiB
 
 
