@@ -3,7 +3,8 @@
     vramplan advise --scenario plan.json [--headroom 10%] [--gpu-kind ID] [--format json|table]
 
 JSON: {"recommendations": [{"id", "title", "saves_bytes", "cost", "scenario", "estimate",
-"how", "source", ...}], "plans": [{"changes", "scenario", "estimate", "cost", ...}], "gpus":
+"how", "source", "gains", "kv_pool" (serve plans: {"bytes", "tokens"} per GPU, [before,
+after]), ...}], "plans": [{"changes", "scenario", "estimate", "cost", ...}], "gpus":
 [...], "growth": {...}, ...}: recommendations best bytes-saved-per-cost first, plans cheapest
 first. Bad input: one line `vramplan: error: ...`, exit 2.
 """
