@@ -126,6 +126,13 @@ def score_bytes_inference(arch, p: int, mixed: bool) -> float:
     return (4 if p == 4 else p) + sdt
 
 
+# Gemma's RMSNorm (transformers 5.23 GemmaRMSNorm / Gemma2RMSNorm / Gemma3RMSNorm.forward:
+# `output = self._norm(x.float()); output = output * (1.0 + self.weight.float()); return
+# output.type_as(x)`) multiplies the fp32 normed tensor by the fp32 weight and casts after: its
+# mul keeps the normed tensor in fp32 under any precision (Llama-style norms cast it first).
+_FP32_NORMED = {"gemma", "gemma2", "gemma3_text", "gemma3"}
+
+
 def _norm_saved(arch, k: Kernels, lora_inputs, r: int, p: int) -> float:
     """Saved bytes per element of one norm (layer_coeffs)."""
     if k.compile:
@@ -133,8 +140,23 @@ def _norm_saved(arch, k: Kernels, lora_inputs, r: int, p: int) -> float:
     if arch.norm == "rmsnorm":             # HF/torchtune RMSNorm: x.float() and the cast
         if lora_inputs is not None:        # normed tensor feed the weight multiply; a
             return 4                       # frozen weight (LoRA) needs no normed tensor:
-        return 4 + (4 if k.mixed else p)   # mul saves only the other factor's grad input
+        if arch.model_type in _FP32_NORMED:   # mul saves only the other factor's grad input
+            return 4 + 4
+        return 4 + (4 if k.mixed else p)
     return r                               # fused layer_norm saves its input
+
+
+def extra_norms_saved(arch, k: Kernels, lora_inputs=None) -> float:
+    """Bytes per token per hidden unit the norms beyond a block's two keep: Gemma 2 / 3's
+    post_attention_layernorm and post_feedforward_layernorm (Gemma2DecoderLayer /
+    Gemma3DecoderLayer.forward norm the attention and MLP outputs before each residual add:
+    `TransformerArch.norms_per_layer` 4). Each takes a 16-bit projection output, so its
+    x.float() is a new fp32 copy (4 B), and keeps the fp32 normed tensor (_norm_saved)."""
+    extra = max(0, getattr(arch, "norms_per_layer", 2) - 2)
+    if not extra or arch.kind != "decoder":
+        return 0.0
+    r = 4 if (k.mixed or k.p == 4) else k.p
+    return extra * _norm_saved(arch, k, lora_inputs, r, k.p)
 
 
 def _attention_saved(c: float, arch, k: Kernels, keep: dict, p: int, lin_mixed, qr, kvr
@@ -203,6 +225,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     if hid_drop and inner_dropout(arch):
         c += f                                 # the inner dropout's 1-byte mask (the dropped
         # copy replaces the down input the walk counts above)
+    c += extra_norms_saved(arch, k, lora_inputs)   # Gemma 2 / 3's post-norms
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
     c += 1 if hid_drop else 0                  # dropout mask after MLP
