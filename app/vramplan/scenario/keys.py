@@ -93,7 +93,8 @@ CONTRACT = (
        shown_tasks=MODEL_TASKS, default_doc="train bf16-mixed, qlora nf4, render / volume / "
        "array fp32, else bf16; fp16 for bf16 on a GPU without bf16 (compute capability < 8.0)"),
     _k("optimizer", "choice", "Optimizer", "optimizer whose states are held", choices=OPTIMIZERS,
-       tasks=TRAINING_TASKS, neutral="none", default_doc="adamw (training), else none"),
+       tasks=TRAINING_TASKS, neutral="none", default_doc="adamw (training; unsloth "
+       ">= 2025-02: adamw-8bit, its trainer default), else none"),
     _k("gradient_accumulation", "int", "Grad. accumulation", "micro-batches per optimizer step",
        unit="micro-batches", lo=1, hi=BIG, tasks=TRAINING_TASKS, neutral=1, default=1),
     _k("checkpointing", "choice", "Checkpointing", "activation recomputation",
