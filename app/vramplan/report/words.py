@@ -97,7 +97,6 @@ def growth_sentence(growth: Mapping[str, Any] | None, scenario: Mapping[str, Any
     return tr("Room to grow on this GPU: {what}.", lang, what=", ".join(items)) if items else ""
 
 
-
 POOL_NOISE = 1 << 20      # a pool that moves by less than 1 MiB: the same pool (block rounding)
 
 
@@ -114,7 +113,8 @@ def saving(rec: Mapping[str, Any], lang: str = "en", verb: bool = True) -> str:
     """What an advisor change (`Recommendation.to_dict()`) buys, in words. On a serve plan its
     KV pool before -> after: '+31.84 GiB KV pool per GPU, holds 208,692 more tokens' (fp8 KV:
     'the same KV pool holds 12,127 more tokens'; a change that leaves the pool as it is says
-    what else it does: 'the engine starts', or the device bytes it saves); elsewhere 'saves 1.20 GiB' ('1.20 GiB' without `verb`) or 'adds 0.10 GiB'."""
+    what else it does: 'the engine starts', or the device bytes it saves); elsewhere 'saves
+    1.20 GiB' ('1.20 GiB' without `verb`) or 'adds 0.10 GiB'."""
     saves = int(rec.get("saves_bytes") or 0)
     pool = _kv_pool(rec)
     if pool and abs(pool[0]) >= POOL_NOISE:
