@@ -25,11 +25,11 @@ LORA_7B = {"model": "meta-llama/Llama-2-7b-hf", "task": "lora", "batch_size": 1,
 def test_unsloth_defaults_to_8bit_adamw_from_2025_02():
     """PR #1701 (95fb1d69, 2025-02): Unsloth's patched TRL configs default optim='adamw_8bit'.
     Llama-2-7b LoRA r 8 on q_proj, v_proj: 32 x 2 x 8 x (4096 + 4096) = 4,194,304 bf16
-    adapter parameters. torch AdamW: 2 states x 2 B = 16,777,216 B; bitsandbytes AdamW8bit:
-    2 x (1 + 4 / 2048) B = 8,404,992 B."""
+    adapter parameters. torch AdamW: 2 states x 2 B = 16,777,216 B; bitsandbytes (>= 0.44)
+    AdamW8bit: 2 x (1 + 4 / 256) B = 8,519,680 B."""
     old, new = _est(LORA_7B, "unsloth@2025-01"), _est(LORA_7B, "unsloth@2025-02")
     assert old.components["optimizer_states"] == 4_194_304 * 2 * 2 == 16_777_216
-    assert new.components["optimizer_states"] == 8_404_992
+    assert new.components["optimizer_states"] == 8_519_680
     assert any("adamw-8bit-default" in n and "#1701" in n for n in new.notes)
     assert {m["name"]: m["applied"] for m in new.to_dict()["stack"]["mechanisms"]}[
         "adamw-8bit-default"]
@@ -37,6 +37,19 @@ def test_unsloth_defaults_to_8bit_adamw_from_2025_02():
     named = _est({**LORA_7B, "optimizer": "adamw"}, "unsloth@2025-02")
     assert named.components["optimizer_states"] == 16_777_216
     assert not any("adamw-8bit-default" in n for n in named.notes)
+
+
+def test_bitsandbytes_0_44_keeps_an_absmax_per_256_states():
+    """bitsandbytes 0.44.0 (PR #1365, aa57bd89, 2024-09): 8-bit optimizer blocks of 256, not
+    2048. The 4,194,304 adapter parameters above with adamw-8bit: 2 x (1 + 4 / 2048) B =
+    8,404,992 B before, 2 x (1 + 4 / 256) B = 8,519,680 B from hf@2024-09; the default stack
+    keeps the 2048 it always counted."""
+    d = {**LORA_7B, "optimizer": "adamw-8bit"}
+    assert _est(d, "hf@2024-08").components["optimizer_states"] == 8_404_992
+    assert _est(d, "hf@2024-09").components["optimizer_states"] == 8_519_680
+    assert _est(d, None).components["optimizer_states"] == 8_404_992
+    plain = _est({**LORA_7B, "optimizer": "adamw"}, "hf@2024-09")
+    assert not any("bnb-optim-block-256" in n for n in plain.notes)
 
 
 def test_the_stack_default_is_the_scenarios():

@@ -12,22 +12,26 @@ OPTIMIZERS = ("adamw", "adam", "sgd", "sgd-momentum", "adafactor", "adamw-8bit",
 # bitsandbytes 8-bit optimizers: two uint8 states with one fp32 absmax per block of 2048
 # (bnb.optim.Optimizer8bit, block-wise quantisation, Dettmers et al. 2022); tensors with fewer
 # than 4096 elements (min_8bit_size) keep 32-bit states (negligible: norms and biases).
+# bitsandbytes 0.44.0 (PR #1365, aa57bd89, 2024-09) cut the block to 256 (optim/optimizer.py
+# Optimizer2State.init_state: blocksize = 256): a stack that dates its bitsandbytes passes it.
 _BNB_BLOCK = 2048
 BNB8_BYTES_PER_PARAM = 2 * (1 + 4 / _BNB_BLOCK)
 
 
 def state_bytes(optimizer: str, n_params: int, param_bytes: int,
-                matrices: list[tuple[int, int, int]] | None = None) -> int:
+                matrices: list[tuple[int, int, int]] | None = None,
+                bnb_block: int = _BNB_BLOCK) -> int:
     """Optimizer-state bytes for `n_params` parameters stored with `param_bytes` each.
 
     `matrices` ((rows, cols, count) of every 2-D weight) lets Adafactor factor its second
-    moment: rows + cols fp32 values per matrix, full size for the rest (vectors)."""
+    moment: rows + cols fp32 values per matrix, full size for the rest (vectors).
+    `bnb_block`: the values per fp32 absmax of bitsandbytes' 8-bit states."""
     if optimizer in ("adamw", "adam"):
         return 2 * param_bytes * n_params          # exp_avg + exp_avg_sq
     if optimizer in ("sgd-momentum", "lion"):
         return param_bytes * n_params               # momentum_buffer / exp_avg
     if optimizer in ("adamw-8bit", "paged-adamw-8bit"):
-        return int(BNB8_BYTES_PER_PARAM * n_params)
+        return int(2 * (1 + 4 / bnb_block) * n_params)
     if optimizer == "adafactor":
         # transformers.Adafactor (beta1=None default: no first moment); states in fp32 because it
         # upcasts 16-bit grads; factored (row + col) for >= 2-D tensors.

@@ -57,6 +57,9 @@ The byte formulas, each read in the framework's source:
   keeps 32-bit states for tensors under `min_8bit_size` = 4096 elements (optim/optimizer.py
   Optimizer2State.init_state); a LoRA adapter holds r x in >= 4096 elements for r >= 8 and
   in >= 512, so none of them is that small.
+- `bnb-optim-block-256` (bitsandbytes >= 0.44.0, PR #1365, aa57bd89, 2024-09: Optimizer2State
+  .init_state blocksize 2048 -> 256): 8-bit optimizer states carry one fp32 absmax per 256
+  values, 2 x (1 + 4 / 256) = 2.03125 B per parameter (2.00390625 B with 2048).
 - `t5-fp32-wo` (transformers PR #20683; 5.23.0 T5PreTrainedModel._keep_in_fp32_modules =
   ["wo"], modeling_utils._get_dtype_plan for float16, the bitsandbytes quantizers'
   get_modules_to_not_convert): in T5-family models (t5, mt5, umt5, udop, pop2piano) every FFN
@@ -120,6 +123,8 @@ EFFECT = {
                  "input and no BN parameters",
     "adamw-8bit-default": "no optimizer given: the stack's trainer config defaults to "
                           "optim='adamw_8bit' (bitsandbytes AdamW8bit: 8-bit states)",
+    "bnb-optim-block-256": "bitsandbytes >= 0.44 8-bit optimizer states: one fp32 absmax "
+                           "per 256 values (2.03125 B per parameter)",
     "t5-fp32-wo": "T5's FFN output projections (wo) stay fp32 under fp16, int8 and nf4 "
                   "(transformers _keep_in_fp32_modules)",
     "bnb-int8-keeps-input": "bitsandbytes MatMul8bitLt saves its input for backward: every "

@@ -38,6 +38,14 @@ class StackHooks:
             return 0
         return int(a.total_layers * self.stage_frac * a.ffn * a.hidden / self.L.tensor)
 
+    def stack_bnb_block(self, optim: str) -> int:
+        """Values per fp32 absmax of bitsandbytes' 8-bit optimizer states: 256 where the
+        stack's bitsandbytes is 0.44.0 or later (PR #1365), else the 2048 of before."""
+        if optim in ("adamw-8bit", "paged-adamw-8bit") and \
+                mech.use(self.notes, self.stack, "bnb-optim-block-256"):
+            return 256
+        return 2048
+
     def stack_optimizer(self, optim: str) -> str:
         """The optimizer the plan trains with; notes the stack's default when the scenario
         named none (Unsloth's adamw_8bit: the scenario stage filled it in)."""

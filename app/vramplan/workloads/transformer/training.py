@@ -77,7 +77,8 @@ class Training(StageActivations):
         pb = prec_mod.param_bytes(self.prec)
         ms = self._trainable(lora, div, pb)
         grads_full = par.shard(ms.tb * ms.n_train, div["gradients"])
-        states = par.shard(opt_mod.state_bytes(optim, ms.n_train, ms.tb, self._matrices(lora)),
+        states = par.shard(opt_mod.state_bytes(optim, ms.n_train, ms.tb, self._matrices(lora),
+                                               self.stack_bnb_block(optim)),
                            div["optimizer_states"])
         paged = optim == "paged-adamw-8bit"
         if opt_off:
