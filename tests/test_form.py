@@ -7,7 +7,8 @@ import pytest
 
 from vramplan.catalog import list_models
 from vramplan.scenario import Scenario, valid_tasks
-from vramplan.scenario.form import check, fields, fold, normalise
+from vramplan.scenario.form import check, fields, normalise
+from vramplan.scenario.resolution import with_path
 
 LLAMA31 = "meta-llama/Llama-3.1-8B"
 MODEL_KEYS = ("resolution", "frames", "steps", "text_len", "guidance")
@@ -90,7 +91,7 @@ def test_serve_links_batch_and_length_to_the_engine():
     assert f["serving.max_num_batched_tokens"].default == 8192
     assert f["serving.kv_cache_dtype"].label == "KV cache dtype"
     assert f["offload"].choices == ("params",)
-    g = _by_key({"model": LLAMA31, "task": "serve", "serving.max_model_len": 4096,
+    g = _by_key({"model": LLAMA31, "task": "serve", "serving": {"max_model_len": 4096},
                  "batch_size": 64})
     assert g["seq_len"].default == 4096 and g["serving.max_num_seqs"].default == 64
     assert g["serving.max_model_len"].value == 4096
@@ -122,12 +123,17 @@ def test_diffusion_fields_follow_the_pipeline():
     assert _by_key({"model": "THUDM/CogVideoX-5b"})["frames"].default == 49
 
 
-def test_a_drafts_values_are_shown_dotted_or_nested():
-    f = _by_key({"model": "gpt2", "task": "lora", "lora.rank": 16, "parallel": {"gpus": 2}})
+def test_a_drafts_values_are_its_given_keys_nested():
+    f = _by_key({"model": "gpt2", "task": "lora", "lora": {"rank": 16}, "parallel": {"gpus": 2}})
     assert f["lora.rank"].value == 16 and f["parallel.gpus"].value == 2
     assert f["lora.alpha"].value is None
-    assert fold({"precision": "bf16", "precision.vae": "fp32", "batch_size": ""}) == {
+    # a field edits its key by path; the draft stays the scenario's shape (no flat / fold)
+    assert with_path({"precision": "bf16"}, "precision.vae", "fp32") == {
         "precision": {"default": "bf16", "vae": "fp32"}}
+    assert with_path({"lora": {"rank": 16}, "batch_size": 2}, "lora.rank", None) == {
+        "batch_size": 2}
+    # a dotted top-level key is no draft's: the pass names it
+    assert "lora.rank" in check({"model": "gpt2", "task": "lora", "lora.rank": 16})
 
 
 def test_an_unknown_model_still_gets_a_form():
@@ -155,11 +161,11 @@ def test_every_field_default_is_accepted_and_model_keys_match(model):
         for f in fs:
             if f.default is None or f.key in ("model", "task"):
                 continue
-            d = fold({**draft, f.key: f.default})
+            d = with_path(draft, f.key, f.default)
             assert Scenario.from_dict(d).to_dict() == sc, (model, task, f.key)
             if f.choices and f.kind == "choice":
                 for c in f.choices[:12]:
-                    Scenario.from_dict(fold({**draft, f.key: c}))
+                    Scenario.from_dict(with_path(draft, f.key, c))
 
 
 # ---- check and normalise -----------------------------------------------------------------------
@@ -184,7 +190,7 @@ def test_check_rules_between_keys_and_valid_drafts():
 
 
 def test_normalise():
-    sc, errors = normalise({"model": "gpt2", "parallel.gpus": 2, "task": "", "gpu": None})
+    sc, errors = normalise({"model": "gpt2", "parallel": {"gpus": 2}, "task": "", "gpu": None})
     assert errors == {} and sc == Scenario.from_dict({"model": "gpt2", "parallel": {"gpus": 2}})
     sc, errors = normalise({"model": "gpt2", "batch_size": -1})
     assert sc is None and set(errors) == {"batch_size"}

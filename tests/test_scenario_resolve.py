@@ -42,8 +42,8 @@ def test_serving_couplings_each_default_to_the_other():
 
 
 def test_resolve_keeps_which_keys_were_given():
-    sc = resolve({"model": "gpt2", "task": "serve", "batch_size": 8, "serving.max_model_len": 512},
-                 H100)
+    sc = resolve({"model": "gpt2", "task": "serve", "batch_size": 8,
+                  "serving": {"max_model_len": 512}}, H100)
     assert sc.given == {"model", "task", "batch_size", "serving", "serving.max_model_len", "gpu"}
     assert sc.given_dict() == {"model": "gpt2", "task": "serve", "batch_size": 8,
                                "serving": {"max_model_len": 512}, "gpu": H100}

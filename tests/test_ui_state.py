@@ -142,7 +142,7 @@ def test_a_link_to_an_unknown_gpu_offers_gpus(st):
 
 def test_a_links_derived_keys_are_not_pinned(st):
     st.load_query("model=gpt2&parallel.gpus=8&parallel.data=8&parallel.zero=3")
-    assert st.draft == {"model": "gpt2", "parallel.gpus": 8, "parallel.zero": 3}
+    assert st.draft == {"model": "gpt2", "parallel": {"gpus": 8, "zero": 3}}
     st.set("parallel.gpus", 16)
     assert not st.errors and st.scenario.parallel.data == 16
 
@@ -198,7 +198,8 @@ def test_search_models_by_id_alias_and_family():
 
 def test_draft_from_query_reads_each_key_alone():
     d, bad = S.draft_from_query("model=gpt2&lora.rank=x&resolution=1,2&offload=params")
-    assert d == {"model": "gpt2", "lora.rank": "x", "resolution": [1, 2], "offload": ["params"]}
+    assert d == {"model": "gpt2", "lora": {"rank": "x"}, "resolution": [1, 2],
+                 "offload": ["params"]}
     assert set(bad) == {"lora.rank"}
 
 

@@ -9,7 +9,8 @@ Modules: `keys` (the table), `model` (Scenario), `parts` (lora / parallel / serv
 `build` (validation + normalisation), `collect` (every problem at once: ScenarioErrors;
 `model.resolve(given, gpu)`, the one pass), `rules` (vocabulary, defaults by task, what a model
 family takes), `extra` (workload-specific values), `resolve` (model / gpu ids), `query`
-(URL), `files` (scenario files), `form` (a draft's fields).
+(URL), `files` (scenario files), `resolution` (the pass as a form reads it), `form` (a
+draft's fields: a view of it).
 """
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ pass that reads a scenario dict (`build.fields_of`: the given values read, the o
 from the key table's rows) after checking each given value on its own, so that every bad value
 is named, not only the first.
 
-A draft (what a page holds) may spell nested keys dotted (`{"parallel.gpus": 8}`); `fold`
-makes it a scenario dict (None and "" mean "not given").
+A draft (what a page holds) is a scenario dict of the given keys, nested keys as objects
+(`{"parallel": {"gpus": 8}}`); `given_only` drops its empty entries (None and "" mean "not
+given").
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .keys import BY_NAME, sub_names
 from .resolve import resolve_gpu
 from .rules import task_defaults
 
-__all__ = ["ScenarioErrors", "fold", "problems", "resolved_fields", "message_of"]
+__all__ = ["ScenarioErrors", "given_only", "problems", "resolved_fields", "message_of"]
 
 _OBJECTS = ("lora", "parallel", "serving")
 
@@ -52,22 +53,17 @@ def message_of(exc: ScenarioError) -> str:
     return getattr(exc, "message", None) or str(exc).removeprefix(f"scenario key '{exc.key}': ")
 
 
-def fold(draft: dict) -> dict:
-    """The draft as a scenario dict: dotted keys of lora / parallel / serving / precision into
-    their objects, None and "" dropped."""
-    items = [(str(k), v) for k, v in (draft or {}).items() if v is not None and v != ""]
-    out: dict = {k: v for k, v in items if "." not in k}
-    for k, v in items:
-        top, _, sub = k.partition(".")
-        if not sub:
-            continue
-        if top not in _OBJECTS + ("precision",):
-            out[k] = v                        # not a nested key: the pass names it
-            continue
-        cur = out.get(top)
-        if not isinstance(cur, dict):
-            cur = {"default": cur} if top == "precision" and isinstance(cur, str) else {}
-        out[top] = {**cur, sub: v}
+def given_only(d: Any) -> Any:
+    """A scenario dict without the entries that are not given: None and "" at the top and
+    inside lora / parallel / serving (a page's empty field). Nothing is renamed or moved."""
+    if not isinstance(d, dict):
+        return d
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict) and k in _OBJECTS:
+            v = {s: x for s, x in v.items() if x is not None and x != ""}
+        if v is not None and v != "":
+            out[k] = v
     return out
 
 

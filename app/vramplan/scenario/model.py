@@ -18,7 +18,7 @@ from typing import Any
 from ..vocab import TRAINING_TASKS
 from . import query as _query
 from .build import given_keys, replace_dict
-from .collect import fold, resolved_fields
+from .collect import given_only, resolved_fields
 from . import keys as K
 from .keys import EXTRA_NAMES
 from .parts import LoraConfig, ParallelConfig, ServingConfig
@@ -161,13 +161,13 @@ class Scenario:
 
 
 def resolve(given: Any, gpu: str | None = None, *, base_dir: str | Path | None = None) -> Scenario:
-    """The one pass: the Scenario of the values `given` (a scenario dict, or a draft with
-    dotted nested keys; None and "" are not given) on `gpu` (when given, it replaces the
+    """The one pass: the Scenario of the values `given` (a scenario dict, nested keys as
+    objects; None and "" are not given) on `gpu` (when given, it replaces the
     dict's), every other value derived from the key table's rows (defaults, the serving
     couplings, vLLM's max_num_batched_tokens, precision by GPU, seq_len by the model's
     positions, the model's own sizes). Raises `ScenarioErrors` naming every problem; the
     Scenario remembers which keys were given (`Scenario.given`)."""
-    d = fold(given) if isinstance(given, dict) else given
+    d = given_only(given)
     if gpu is not None and isinstance(d, dict):
         d = {**d, "gpu": gpu}
     return Scenario.from_dict(d, base_dir=base_dir)

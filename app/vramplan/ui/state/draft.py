@@ -1,7 +1,7 @@
 """What the planner's state is made of, as plain functions: the family choices, the default
-GPU and plan, a link's query read key by key, the draft's shape (dotted nested keys), which
-draft entry an error names, catalog search, and the words for a size-only or uploaded model.
-No widgets here."""
+GPU and plan, a link's query read key by key (into the draft: the given keys, nested keys as
+objects, `{"lora": {"rank": 32}}`), which field an error names, catalog search, and the words
+for a size-only or uploaded model. No widgets here."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,9 +9,10 @@ from urllib.parse import parse_qsl, urlencode
 
 from ...catalog import get_model, list_models, spec_from_architecture
 from ...errors import UnknownIdError, VramplanError
-from ...scenario import Scenario, form
+from ...scenario import form
 from ...scenario.keys import EXTRA_NAMES
 from ...scenario.query import parse_query
+from ...scenario.resolution import get_path, with_path
 from .text import format_params
 
 ALL = ""                    # family choices besides the catalog's families
@@ -131,10 +132,9 @@ def draft_from_query(qs: str) -> tuple[dict, dict]:
             d = parse_query(urlencode([(k, s)]), EXTRA_NAMES)
         except VramplanError as exc:
             bad[getattr(exc, "key", k)] = getattr(exc, "message", None) or str(exc)
-            draft[k] = s
+            draft = with_path(draft, k, s)          # as typed: the page shows it
             continue
-        top, _, sub = k.partition(".")
-        draft[k] = d[top][sub] if sub else d[k]
+        draft = with_path(draft, k, get_path(d, k))
     return draft, bad
 
 
@@ -145,19 +145,9 @@ def readable_query(q: str) -> str:
     return urlencode(parse_qsl(q, keep_blank_values=True), safe="/,:@")
 
 
-def flat(d: dict) -> dict:
-    """A scenario dict with lora / parallel / serving as dotted keys (the draft's shape)."""
-    out = {}
-    for k, v in d.items():
-        if k in ("lora", "parallel", "serving") and isinstance(v, dict):
-            out.update({f"{k}.{sk}": sv for sk, sv in v.items()})
-        else:
-            out[k] = v
-    return out
-
-
-def draft_key(error_key: str, draft: dict) -> str | None:
-    """The draft entry an error's key names ('arrays[0].shape' -> 'arrays')."""
+def draft_key(error_key: str, draft) -> str | None:
+    """The name among `draft`'s (field keys, dotted) an error's key names ('arrays[0].shape'
+    -> 'arrays'); for the draft itself see `scenario.resolution.entry_of`."""
     if error_key in draft:
         return error_key
     for k in sorted(draft, key=len, reverse=True):
@@ -187,23 +177,3 @@ def describe_model(draft: dict) -> str:
         size = f", {format_params(n())} parameters" if callable(n) else ""
         return f"Your own config.json: {spec.family}{size}."
     return ""
-
-
-def compact(d: dict, gpu: str | None) -> dict:
-    """The draft without entries its scenario would have anyway (a link's `parallel.data`
-    equal to what `parallel.gpus` gives), so later edits move them."""
-    try:
-        sc = Scenario.from_dict(form.fold({**d, "gpu": gpu}))
-    except VramplanError:
-        return d
-    out = dict(d)
-    for k in reversed(list(d)):
-        if k in SEED:
-            continue
-        trial = {x: v for x, v in out.items() if x != k}
-        try:
-            if Scenario.from_dict(form.fold({**trial, "gpu": gpu})) == sc:
-                out = trial
-        except VramplanError:
-            continue
-    return out

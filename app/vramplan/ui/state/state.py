@@ -7,10 +7,12 @@ listeners the widgets register. No ipywidgets here: tests drive it in plain Pyth
     s.estimate.fits, s.errors, s.fields          # what the panels render
     s.undo()
 
-The draft is a flat dict of scenario keys (nested ones dotted: `lora.rank`, `parallel.gpus`)
-holding only what the person gave; everything else is the form's default for that draft.
-Which fields apply, their choices, labels, units and defaults, and every problem of a draft
-come from `vramplan.scenario.form` (derived from the key table), never from trying values.
+The draft is the given keys, the dict `scenario.resolve` takes (nested keys as objects:
+`{"lora": {"rank": 32}}`, the shape of `Scenario.given_dict()` and of a scenario file),
+holding only what the person gave; a field edits one key by its dotted name (`set("lora.rank",
+32)`). Everything else is what the one pass derives. Which fields apply, their choices, labels,
+units and defaults, and every problem of a draft come from one `vramplan.scenario.form.view`
+of the draft per edit (the key table's rows and their derivations), never from trying values.
 On a change of model family or task the draft starts again from the new defaults; a link
 keeps every valid key and names the bad ones (`load_query`).
 """
@@ -25,9 +27,10 @@ from ...hardware import default_db
 from ...scenario import Scenario, ScenarioErrors, resolve
 from ...scenario import form
 from ...scenario.keys import BY_NAME
+from ...scenario.resolution import entries, entry_of, get_path, with_path, without_path
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
-                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, compact, notice, default_draft,
-                    default_gpu, describe_model, draft_from_query, draft_key, family_of, flat,
+                    OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, notice, default_draft,
+                    default_gpu, describe_model, draft_from_query, draft_key, family_of,
                     is_for_people, model_family, readable_query, search_models)
 from .i18n import N_, normalise_lang, speaking
 from .text import looks_like_size, parse_params
@@ -95,15 +98,18 @@ class PlanState:
     def value(self, key: str) -> Any:
         """What a field shows: the draft's value, else the plan's (when current), else the
         form's default."""
-        if key in self.draft:
-            return self.draft[key]
+        if self.given(key):
+            return get_path(self.draft, key)
         if self.scenario is not None and not self.stale:
-            d = flat(self.scenario.to_dict())
-            if key in d:
-                v = d[key]
+            v = get_path(self.scenario.to_dict(), key)
+            if v is not None:
                 return v.get("default") if key == "precision" and isinstance(v, dict) else v
         f = self.field(key)
         return f.default if f is not None else None
+
+    def given(self, key: str) -> bool:
+        """Does the draft give this key (a dotted name: `lora.rank`)?"""
+        return get_path(self.draft, key) is not None
 
     def error(self, key: str) -> str:
         return self.errors.get(key, "")
@@ -123,20 +129,12 @@ class PlanState:
             return self.set_task(value)
         if key == "model":
             return self.set_model(value)
-        d = dict(self.draft)
-        if value is None or value == "" or value == []:
-            d.pop(key, None)
-        else:
-            d[key] = value
-        self._commit(d)
+        self._commit(with_path(self.draft, key, value))
 
     def set_many(self, changes: dict) -> None:
-        d = dict(self.draft)
+        d = self.draft
         for k, v in changes.items():
-            if v is None or v == "":
-                d.pop(k, None)
-            else:
-                d[k] = v
+            d = with_path(d, k, v)
         self._commit(d)
 
     def set_task(self, task: str | None) -> None:
@@ -212,13 +210,14 @@ class PlanState:
         keep = {k: v for k, v in self.draft.items() if k not in ("model", "architecture")
                 and not (k in BY_NAME and BY_NAME[k].model_given)}
         d = {**seed, **keep}
-        applies = {f.key for f in form.fields(d)}
-        d = {k: v for k, v in d.items() if k in SEED or k in applies}
-        problems = form.check({**d, "gpu": self.gpu})
-        for k in problems:                      # entries the new model rejects are dropped
-            dk = draft_key(k, d)
+        applies = {f.key for f in form.fields(d, self.gpu)}
+        for name in entries(d):                 # what the new model does not take goes
+            if name not in SEED and name not in applies:
+                d = without_path(d, name)
+        for k in form.check(d, self.gpu):       # entries the new model rejects are dropped
+            dk = entry_of(k, d)
             if dk and dk not in SEED:
-                d.pop(dk, None)
+                d = without_path(d, dk)
         self._commit(d)
 
     def set_gpu(self, gpu: str) -> None:
@@ -244,7 +243,7 @@ class PlanState:
         """Replace the plan (an advisor's plan, an uploaded scenario); undo brings back the
         previous one. `label` (English, `{name}` placeholders filled from `params`) is the
         notice shown."""
-        d = plan.to_dict() if isinstance(plan, Scenario) else dict(plan)
+        d = plan.given_dict() if isinstance(plan, Scenario) else dict(plan)
         gpu = d.pop("gpu", None)
         self._push()
         if gpu:
@@ -252,8 +251,7 @@ class PlanState:
                 self.gpu = self.db.get(gpu).id
             except UnknownIdError as exc:
                 self.notices = [self._gpu_notice(gpu, exc)]
-        d = flat(d)
-        self.draft, self.bad = self._compact(d), {}
+        self.draft, self.bad = self._minimal(d), {}
         if label:
             self.notices = [notice(label, **dict(params))]
         self.recompute()
@@ -316,7 +314,7 @@ class PlanState:
         self.scenario = self.estimate = self.result = None     # a link opens a fresh page
         self.recompute()
         if not self.errors:
-            self.draft = self._compact(self.draft)
+            self.draft = self._view.minimal()
             self.recompute()
         names = ", ".join(sorted(self.errors))
         if self.errors:
@@ -343,8 +341,9 @@ class PlanState:
                 return self.gpu
         return default_gpu(self.db)
 
-    def _compact(self, d: dict) -> dict:
-        return compact(d, self.gpu)
+    def _minimal(self, d: dict) -> dict:
+        """The plan's given keys less those the pass derives anyway (later edits move them)."""
+        return form.view(d, self.gpu).minimal()
 
     # ------------------------------------------------------------ the plan
     def _push(self) -> None:
@@ -355,38 +354,31 @@ class PlanState:
         self._push()
         if not keep_bad:        # a link's bad value counts while it is left as it was
             self.bad = {k: v for k, v in self.bad.items()
-                        if (dk := draft_key(k, self.draft)) is not None and dk in d
-                        and d[dk] == self.draft[dk]}
+                        if (dk := entry_of(k, self.draft)) is not None
+                        and get_path(d, dk) == get_path(self.draft, dk)}
         self.draft = d
         self.notices = [n for n in self.notices if n.choices]
         self.recompute()
         self._emit({"draft", "estimate", "notices"})
 
-    def _problems(self, d: dict) -> dict:
-        errors = {k: v for k, v in self.bad.items() if draft_key(k, d) is not None}
-        sc, found = form.normalise(d, self.gpu)     # the one pass; _estimate reuses its plan
-        self._resolved = (dict(d), self.gpu, sc)
-        errors.update({k: v for k, v in found.items() if k not in errors and k != "gpu"})
-        return errors
-
     def _estimate(self, d: dict):
-        got = getattr(self, "_resolved", None)
-        if got is not None and got[2] is not None and got[:2] == (d, self.gpu):
-            sc = got[2]
-        else:
-            sc = resolve(d, self.gpu)
+        sc = resolve(d, self.gpu)
         return sc, run_estimate(sc, self.device)
 
     def recompute(self) -> bool:
         """The form, the problems and (when there are none) the estimate of the draft. With
         problems the last good plan stays (stale); with none yet, the plan without the bad
         entries. True when a new estimate was made."""
-        self.fields = form.fields(self.draft)
-        errors = self._problems(self.draft)
+        self._view = view = form.view(self.draft, self.gpu)     # the one pass of this edit
+        self.fields = form.view_fields(view)
+        errors = {k: v for k, v in self.bad.items() if entry_of(k, self.draft) is not None}
+        errors.update({k: v for k, v in view.by_key().items() if k not in errors and k != "gpu"})
         sc = est = None
         if not errors and self.device is not None:
             try:
-                sc, est = self._estimate(self.draft)
+                sc = view.scenario if view.scenario is not None else resolve(self.draft,
+                                                                             self.gpu)
+                est = run_estimate(sc, self.device)
             except VramplanError as exc:    # each problem by its key, the key not repeated
                 errors.update(exc.by_key() if isinstance(exc, ScenarioErrors) else
                               {getattr(exc, "key", "") or "": getattr(exc, "message", None)
@@ -414,20 +406,14 @@ class PlanState:
         return True
 
     def _fallback(self):
-        """The plan of the draft without its bad entries (a link with one bad value), else
-        the default plan."""
-        d = dict(self.draft)
-        for _ in range(len(d) + 1):
-            errors = self._problems(d)
-            if not errors:
-                try:
-                    return self._estimate(d)
-                except VramplanError:
-                    break
-            drop = {draft_key(k, d) for k in errors} - {None}
-            if not drop:
-                break
-            d = {k: v for k, v in d.items() if k not in drop}
+        """The plan of the draft without its bad entries (a link with one bad value: the
+        pass's `usable` scenario), else the default plan."""
+        sc = self._view.usable
+        if sc is not None:
+            try:
+                return sc, run_estimate(sc, self.device)
+            except VramplanError:
+                pass
         try:
             return self._estimate(default_draft())
         except VramplanError:

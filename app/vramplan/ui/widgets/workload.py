@@ -89,10 +89,10 @@ class WorkloadForm(W.VBox):
             if f.key in SKIP:
                 continue
             if f.kind == "object" and f.key not in ("render_targets", "arrays", "work_buffers") \
-                    and f.key not in st.draft:
+                    and not st.given(f.key):
                 continue                   # nothing to edit here unless a link set it
             w = self.widget(f.key)
-            w.show(f, st.value(f.key), errs.get(f.key, ""), given=f.key in st.draft)
+            w.show(f, st.value(f.key), errs.get(f.key, ""), given=st.given(f.key))
             groups[section_of(f.key)].append(w)
         for name, _title in SECTIONS:
             if list(self.grids[name].children) != groups[name]:

@@ -1,0 +1,311 @@
+"""The one pass as a form reads it: `Resolution(given, gpu)` resolves the given keys once
+(`Scenario.from_dict`: every problem at once) and says, per row of the key table, whether the
+key applies to this model and task, its choices and bounds, the value given and the value it
+takes when left empty (read from the resolved scenario, so every derivation the pass makes,
+the rows' `derive` couplings, precision by GPU, seq_len by positions, the model's own sizes,
+a stack's optimizer, shows as it is). `form.fields` / `form.check` are views of it.
+
+`given` is the given keys as the scenario takes them, nested (`{"lora": {"rank": 32}}`, the
+shape of `Scenario.given_dict()`, a scenario file and `parse_query`); a page edits one key by
+its dotted name with `with_path` / `without_path`.
+
+    r = Resolution({"model": "gpt2", "lora": {"rank": 32}, "task": "lora"}, "nvidia-h100-sxm")
+    r.scenario, r.by_key(), [row.key.name for row in r.rows()]
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..catalog import list_models
+from ..catalog.stacks import choices as stack_choices
+from ..errors import ScenarioError
+from ..hardware import default_db
+from ..vocab import TASKS
+from . import keys as K
+from .build import model_of
+from .collect import ScenarioErrors, given_only, message_of
+from .keys import BY_NAME, derive, subkeys
+from .model import Scenario
+from .rules import (default_task, max_positions, model_given, offload_choices, option_choices,
+                    position_limit, precisions_for, supported_tasks)
+from .schema import Key
+
+__all__ = ["Resolution", "Row", "get_path", "with_path", "without_path", "entry_of", "entries",
+           "SEED"]
+
+SEED = ("model", "architecture", "task")
+OBJECTS = ("lora", "parallel", "serving", "precision")   # keys whose sub-keys are dotted
+
+
+# ---- a nested key by its dotted name ----------------------------------------------------------
+
+def get_path(d: dict, name: str) -> Any:
+    """The value at a dotted name (`lora.rank` -> d["lora"]["rank"]); None when absent."""
+    top, _, sub = name.partition(".")
+    v = (d or {}).get(top)
+    if not sub:
+        return v
+    return v.get(sub) if isinstance(v, dict) else None
+
+
+def with_path(d: dict, name: str, value: Any) -> dict:
+    """A copy of `d` with `name` set (None, "" and [] clear it, an emptied object goes)."""
+    if value is None or value == "" or value == []:
+        return without_path(d, name)
+    top, _, sub = name.partition(".")
+    out = dict(d or {})
+    if not sub or top not in OBJECTS:
+        out[name] = value
+        return out
+    cur = out.get(top)
+    if not isinstance(cur, dict):     # a precision string becomes the object's default
+        cur = {"default": cur} if top == "precision" and isinstance(cur, str) else {}
+    out[top] = {**cur, sub: value}
+    return out
+
+
+def without_path(d: dict, name: str) -> dict:
+    top, _, sub = name.partition(".")
+    out = dict(d or {})
+    if sub and isinstance(out.get(top), dict):
+        rest = {k: v for k, v in out[top].items() if k != sub}
+        if rest:
+            out[top] = rest
+        else:
+            out.pop(top)
+    elif not sub or top not in OBJECTS:
+        out.pop(name, None)
+    return out
+
+
+def entry_of(error_key: str, given: dict) -> str | None:
+    """The given entry (dotted name) an error's key names ('arrays[0].shape' -> 'arrays',
+    'lora.rank' -> 'lora.rank', 'precision.vae' -> 'precision'); None: nothing given there."""
+    top = error_key.split("[")[0].split(".")[0]
+    head = error_key.split("[")[0]
+    if head != top and get_path(given, head) is not None and top in OBJECTS[:3]:
+        return head
+    return top if top in (given or {}) else None
+
+
+_SEEDS: dict[str, dict | None] = {}   # the seed's scenario dict by the seed's JSON text
+
+
+def _seed_values(seed: dict) -> dict | None:
+    """The scenario dict of the seed keys alone (what every other key defaults to), kept for
+    the next edit of the same model, task, stack and GPU."""
+    try:
+        text = json.dumps(seed, sort_keys=True)
+    except (TypeError, ValueError):
+        return None
+    if text not in _SEEDS:
+        if len(_SEEDS) >= 64:
+            _SEEDS.clear()
+        try:
+            _SEEDS[text] = Scenario.from_dict(seed).to_dict()
+        except ScenarioError:
+            _SEEDS[text] = None
+    return _SEEDS[text]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One key as this draft takes it: choices (None: free), bounds, the value given (None:
+    not given) and `default`, the value it takes when left empty (read when asked: a given
+    key's default needs the seed's scenario, which only a field's placeholder shows)."""
+    key: Key
+    choices: tuple | None
+    lo: float | None
+    hi: float | None
+    value: Any
+    resolution: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def default(self) -> Any:
+        r = self.resolution
+        return r.default(self.key.name) if r is not None and r.task else None
+
+
+class Resolution:
+    """The given keys resolved once on `gpu` (None: the dict's own `gpu`, if any): `scenario`
+    (None with problems), `errors` ((key, message) pairs, every one), `usable` (the scenario
+    of the given keys less the ones named in errors: what a page shows meanwhile), the model
+    and task as far as they can be read, and `rows()` (the keys that apply)."""
+
+    def __init__(self, given: Any, gpu: str | None = None):
+        self.given = given_only(given)
+        self.gpu = gpu
+        self.scenario, self.errors = self._resolve(self.given)
+        d = self.given if isinstance(self.given, dict) else {}
+        if self.scenario is not None:
+            self.spec, self.task = self.scenario.spec, self.scenario.task
+        else:                          # read leniently: the form still shows the fields
+            try:
+                self.spec = model_of(d, None)[2]
+            except ScenarioError:
+                self.spec = None
+            fam = self.spec.family if self.spec is not None else None
+            ok = supported_tasks(fam) if self.spec is not None else TASKS
+            self.task = d.get("task") if d.get("task") in ok else default_task(self.spec)
+        self.family = self.spec.family if self.spec is not None else None
+        self.maxpos = max_positions(self.spec)
+        self.model_decides = model_given(self.task, self.spec) if self.task else {}
+        self._defaults: dict[str, Any] = {}
+
+    def _resolve(self, d: Any) -> tuple[Scenario | None, list[tuple[str, str]]]:
+        if self.gpu is not None and isinstance(d, dict):
+            d = {**d, "gpu": self.gpu}
+        try:
+            return Scenario.from_dict(d), []
+        except ScenarioErrors as exc:
+            return None, list(exc.errors)
+        except ScenarioError as exc:
+            return None, [(exc.key, message_of(exc))]
+
+    def by_key(self) -> dict[str, str]:
+        """{key: message}, the first message of each key ({} when the scenario resolves)."""
+        out: dict[str, str] = {}
+        for k, m in self.errors:
+            out.setdefault(k, m)
+        return out
+
+    @functools.cached_property
+    def usable(self) -> Scenario | None:
+        """The scenario, else the scenario of the given keys less those the errors name
+        (again while new errors name given keys); None when nothing resolves."""
+        if self.scenario is not None or not isinstance(self.given, dict):
+            return self.scenario
+        d, errors = self.given, self.errors
+        for _ in range(len(d) + 1):
+            drop = {entry_of(k, d) for k, _m in errors} - {None}
+            if not drop:
+                return None
+            for name in drop:
+                d = without_path(d, name)
+            sc, errors = self._resolve(d)
+            if sc is not None:
+                return sc
+        return None
+
+    @functools.cached_property
+    def _values(self) -> dict | None:
+        return self.usable.to_dict() if self.usable is not None else None
+
+    def _seed(self) -> dict | None:
+        d = self.given if isinstance(self.given, dict) else {}
+        seed = {k: d[k] for k in SEED + ("stack", "gpu") if k in d}
+        if self.gpu is not None:
+            seed["gpu"] = self.gpu
+        return _seed_values(seed)
+
+    def default(self, name: str) -> Any:
+        """The value key `name` takes when left empty: the resolved scenario's where it is not
+        given; where it is, its row's derivation from the other given keys, else what the
+        model, task, stack and GPU alone give it."""
+        if name not in self._defaults:
+            self._defaults[name] = self._default(name)
+        return self._defaults[name]
+
+    def _default(self, name: str) -> Any:
+        if name == "task":
+            return self.task
+        k = BY_NAME[name]
+        values = self._values
+        if get_path(self.given, name) is not None and name not in SEED + ("stack", "gpu"):
+            if k.derive is not None:
+                others = {x.name: get_path(self.given, x.name) for x in K.DERIVED
+                          if x.name != name and get_path(self.given, x.name) is not None}
+                v = derive({"task": self.task, "_positions": self.maxpos, **others}).get(name)
+                if v is not None:
+                    return v
+            values = self._seed()
+        if values is None:
+            return k.default_for(self.task) if self.task else None
+        return get_path(values, name)
+
+    # ---- which keys apply, with which choices and bounds ------------------------------------
+    def shows(self, k: Key) -> bool:
+        t, fam, d = self.task, self.family, self.given if isinstance(self.given, dict) else {}
+        if k.name == "model":
+            return (t is None or k.applies(t, fam)) and "architecture" not in d
+        if k.name == "architecture":
+            return "architecture" in d and (t is None or k.applies(t, fam))
+        if k.name in ("task", "gpu"):
+            return True
+        if t is None:
+            return False
+        if k.parent and not BY_NAME[k.parent].applies(t, fam):
+            return False
+        if not k.shown(t, fam):
+            return False
+        if k.shown_for is not None and not k.shown_for(self.spec):   # e.g. MoE models only
+            return False
+        return not k.model_given or k.name in self.model_decides
+
+    def choices(self, k: Key) -> tuple | None:
+        t, fam, d = self.task, self.family, self.given if isinstance(self.given, dict) else {}
+        if k.name == "task":
+            return supported_tasks(fam) if self.spec is not None or d.get("model") is None \
+                and d.get("architecture") is None else TASKS
+        if k.name == "precision":
+            return precisions_for(t)
+        if k.name == "options":
+            return option_choices(t, fam)
+        if k.name == "offload":
+            return offload_choices(t, fam)
+        if k.name == "model":
+            return tuple(m.id for m in list_models())
+        if k.name == "gpu":
+            return tuple(dev.id for dev in default_db().devices)
+        if k.name == "stack":                 # the stacks that run this family and task
+            return stack_choices(fam, t)
+        return tuple(k.choices) if k.choices is not None else None
+
+    def bounds(self, k: Key) -> tuple:
+        lim = position_limit(self.spec) if k.name == "seq_len" else None
+        return k.lo, (lim[0] if lim is not None else k.hi)
+
+    def rows(self) -> list[Row]:
+        """The keys that apply to this model and task, in table order (an object key's
+        dotted keys in its place; the workload keys last)."""
+        out = []
+        for top in K.CONTRACT + K.EXTRA:
+            for k in (subkeys(top.name) or (top,)):
+                if not self.shows(k):
+                    continue
+                choices = self.choices(k)
+                if k.kind == "multi" and choices == ():
+                    continue                  # nothing this workload reads
+                lo, hi = self.bounds(k)
+                out.append(Row(k, choices, lo, hi, get_path(self.given, k.name), self))
+        return out
+
+    def minimal(self) -> dict:
+        """The given keys less those the pass derives to the same scenario without them (a
+        hand-written link's `parallel.data` equal to what `parallel.gpus` gives, a downloaded
+        plan's every value): what a page keeps as given when it opens a link or a plan, so
+        later edits move the rest. The given keys as they are when they do not resolve."""
+        if self.scenario is None or not isinstance(self.given, dict):
+            return self.given
+        d = self.given
+        for name in reversed(entries(d)):
+            if name.split(".")[0] in SEED:
+                continue
+            trial = without_path(d, name)
+            if self._resolve(trial)[0] == self.scenario:
+                d = trial
+        return d
+
+
+def entries(d: dict) -> list[str]:
+    """The dotted names of a draft's given entries (`lora.rank`, `batch_size`, ...)."""
+    out = []
+    for k, v in (d or {}).items():
+        if k in OBJECTS[:3] and isinstance(v, dict) and v:
+            out += [f"{k}.{s}" for s in v]
+        else:
+            out.append(k)
+    return out
