@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...catalog import hf_config
+from . import moe_buffers
 
 # OPT eager clamps masked scores with torch.max(scores, finfo.min): maximum() saves its 16-bit
 # input, one more score-sized tensor (transformers OPTAttention, 4.2x-4.4x).
@@ -228,6 +229,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     c += extra_norms_saved(arch, k, lora_inputs)   # Gemma 2 / 3's post-norms
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
+        c += moe_buffers.dense_routing_saved(arch, p, k.compile, keep["down"])   # Llama 4
     c += 1 if hid_drop else 0                  # dropout mask after MLP
     return c, score_bytes_saved(arch, k)
 

@@ -1,5 +1,7 @@
 """The buffers transformers 5.23's MoE experts hold at their widest in a no_grad forward (a
-generate prefill, a forward pass): the routed token copies, not the weights.
+generate prefill): the routed token copies, not the weights; and in training what Llama 4's
+dense routing keeps for backward beyond the k routed experts activations.layer_coeffs counts
+(`dense_routing_saved`).
 
 transformers' MoE blocks take one of two paths (the pinned release, `pyproject.toml`'s tracing
 extra):
@@ -75,6 +77,23 @@ def _dense(arch, p: int) -> float:
     routed = 2 * h                           # the repeat and its scaled copy
     router = 2 * E * p                       # logits and the scattered scores
     return router + h * p + E * p * max(gate, down, routed)   # + attention_states
+
+
+def dense_routing_saved(arch, p: int, compile_: bool, keep_down: bool) -> float:
+    """Training with Llama 4's dense routing: bytes per token per hidden unit, averaged over the
+    layers, that the E - k experts beyond the k routed ones activations.layer_coeffs counts
+    keep for backward. Each expert sees every token (Llama4TextMoe.forward): the repeat
+    (saved by the multiply with the router scores, which are trained) and routed_in (the bmm's
+    input), 2 x h; gate_up (2I: chunk views that silu and the product keep), act(gate) (I),
+    the product (I, the down bmm's input) - the same 4I + 2h per expert that layer_coeffs
+    counts for a routed one (its gate, act, up, product and the dispatch / combine copies)."""
+    if not dense_routing(arch) or arch.moe_layers == 0:
+        return 0.0
+    h, inner = arch.hidden, arch.moe_ffn
+    per_expert = p * (3 if compile_ else 4) * inner / h - (0 if keep_down else p * inner / h)
+    per_expert += 2 * p
+    share = arch.moe_layers / max(1, arch.layers)
+    return (arch.num_experts - max(1, arch.experts_per_token)) * per_expert * share
 
 
 def prefill_coeff(arch, p: int) -> float:
