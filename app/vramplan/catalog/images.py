@@ -1,0 +1,117 @@
+"""What one image costs a vision-language model: its tokens in the text decoder, the tokens its
+vision tower runs over, and the tower's block shape (for the tower's activations).
+
+Per tower (transformers 4.5x processors and modelling code):
+
+* Qwen2-VL / Qwen2.5-VL / Qwen3-VL (`Qwen2VLImageProcessor.smart_resize`: each side rounded to
+  a multiple of patch x merge = 28 (Qwen3-VL 32); the tower's Conv3d cuts patch x patch
+  patches (an image is repeated to temporal_patch_size frames, one temporal patch), the
+  PatchMerger joins merge x merge of them into one decoder token): decoder tokens
+  round(h / 28) x round(w / 28), tower tokens 4 x that. Dynamic resolution: `image_size`.
+* Gemma 3 (`Gemma3ImageProcessor` resizes to the SigLIP image_size 896; `Gemma3MultiModalProjector`
+  pools the 64 x 64 patches to mm_tokens_per_image 256): 256 decoder tokens, 4096 tower tokens.
+* Mistral 3 / Pixtral (`PixtralImageProcessor`: patches of 16 at the image's own size up to
+  its longest_edge; Mistral3PatchMerger joins 2 x 2; one [IMG_BREAK] per row): rows x cols +
+  rows decoder tokens, (h / 16) x (w / 16) tower tokens. Dynamic resolution: `image_size`.
+* LLaVA-style CLIP / SigLIP towers: (image_size / patch)^2 (+1 CLIP class token in the tower).
+* Llama 3.2 Vision (mllama; `MllamaImageProcessor` tiles of image_size 560 on a canvas of up
+  to max_num_tiles 4; pixel_values always hold max_num_tiles tiles, the padded ones masked):
+  no image token enters the text sequence; the tower runs 4 tiles x (40^2 + 1 class) patches,
+  padded to a multiple of 8 (MllamaVisionModel: 1608 a tile); its output, 4 x 1601 tokens an
+  image, is the cross-attention memory of the text model's `cross_attention_layers` (their K
+  and V over those tokens are what they cache; MllamaCrossAttentionDecoderLayer).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .nested import _Sub, image_tokens
+
+QWEN_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+DYNAMIC_TOWERS = QWEN_TOWERS + ("pixtral",)   # the processor keeps the image's own size
+
+
+@dataclass(frozen=True)
+class Tower:
+    """One vision tower's block shape: hidden width, heads, MLP width and kind, norm, blocks."""
+    hidden: int
+    heads: int
+    ffn: int
+    gated: bool
+    norm: str          # "layernorm" | "rmsnorm"
+    layers: int
+
+
+@dataclass(frozen=True)
+class ImageCost:
+    """Per image: decoder tokens (in the text sequence), tower tokens, cross-attention memory
+    tokens (mllama), and the tower's shape."""
+    decoder_tokens: int
+    tower_tokens: int
+    cross_tokens: int
+    tower: Tower
+
+
+def vision_config(config: dict) -> dict | None:
+    v = config.get("vision_config") if isinstance(config, dict) else None
+    return v if isinstance(v, dict) else None
+
+
+def is_dynamic(config: dict) -> bool:
+    """Does the model's processor keep the image's own resolution (so `image_size` applies)?"""
+    v = vision_config(config) or {}
+    return v.get("model_type") in DYNAMIC_TOWERS
+
+
+def tower_shape(config: dict) -> Tower:
+    """The vision tower's block shape from its sub-config (modules as counted in nested.py)."""
+    v = _Sub("vision_config", vision_config(config))
+    kind = v.cfg.get("model_type")
+    if kind == "qwen2_vl":    # Qwen2VLVisionBlock: LayerNorms, fc1 / fc2 (QuickGELU)
+        h = v.int("embed_dim", "hidden_size")
+        return Tower(h, v.int("num_heads"), int(h * v.cfg.get("mlp_ratio", 4)), False,
+                     "layernorm", v.int("depth"))
+    if kind in ("qwen2_5_vl", "qwen3_vl"):   # 2.5: RMSNorm + gated MLP; 3: LayerNorm + fc1/fc2
+        return Tower(v.int("hidden_size"), v.int("num_heads"), v.int("intermediate_size"),
+                     kind == "qwen2_5_vl", "rmsnorm" if kind == "qwen2_5_vl" else "layernorm",
+                     v.int("depth"))
+    layers = v.int("num_hidden_layers") + (v.int("num_global_layers", default=0)
+                                           if kind == "mllama_vision_model" else 0)
+    heads = v.int("num_attention_heads", "attention_heads")
+    return Tower(v.int("hidden_size"), heads, v.int("intermediate_size"), kind == "pixtral",
+                 "rmsnorm" if kind == "pixtral" else "layernorm", layers)
+
+
+def image_cost(config: dict, height: int | None, width: int | None) -> ImageCost:
+    """What one image of height x width pixels costs (`height` / `width` only for the dynamic
+    processors). Raises ScenarioError('architecture.vision_config', ...) for a tower whose
+    image rule is not known."""
+    v = _Sub("vision_config", vision_config(config))
+    kind, parent = v.cfg.get("model_type"), config.get("model_type")
+    tower = tower_shape(config)
+    if kind == "mllama_vision_model":
+        side = v.int("image_size") // v.int("patch_size")
+        tiles, per_tile = v.int("max_num_tiles", default=4), side * side + 1
+        return ImageCost(0, tiles * (per_tile + (-per_tile) % 8), tiles * per_tile, tower)
+    if parent == "gemma3":
+        side = v.int("image_size") // v.int("patch_size")
+        return ImageCost(image_tokens(config, 0, 0), side * side, 0, tower)
+    if kind in QWEN_TOWERS:
+        merge = v.int("spatial_merge_size", default=2) ** 2
+        tokens = image_tokens(config, height, width)
+        return ImageCost(tokens, tokens * merge, 0, tower)
+    if kind == "pixtral":
+        p = v.int("patch_size")
+        return ImageCost(image_tokens(config, height, width),
+                         math.ceil(height / p) * math.ceil(width / p), 0, tower)
+    tokens = image_tokens(config, 0, 0)   # CLIP / SigLIP at their image_size (or refused)
+    return ImageCost(tokens, tokens + (1 if kind == "clip_vision_model" else 0), 0, tower)
+
+
+def cross_attention_layers(config: dict) -> int:
+    """Llama 3.2 Vision: the text model's cross-attention layers (text_config
+    cross_attention_layers); 0 for other models."""
+    text = config.get("text_config") if isinstance(config, dict) else None
+    layers = text.get("cross_attention_layers") if isinstance(text, dict) else None
+    return len(layers) if isinstance(layers, list) else 0
