@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vramplan.catalog import get_model
 from vramplan.estimate import estimate
 from vramplan.workloads.transformer import sharding
 from vramplan.workloads.transformer.activations import Kernels, selective_coeff
@@ -109,7 +110,8 @@ LAYOUTS = st.fixed_dictionaries({
     "pipeline": st.sampled_from([1, 2, 4]), "context": st.sampled_from([1, 2, 4]),
     "ga": st.sampled_from([1, 2, 4, 8]), "zero": st.sampled_from([0, 1, 2, 3]),
     "model": st.sampled_from(["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B",
-                              "Qwen/Qwen2.5-7B"]),
+                              "Qwen/Qwen2.5-7B", "mistralai/Mixtral-8x7B-v0.1"]),
+    "expert": st.sampled_from([1, 2]), "virtual": st.sampled_from([1, 2, 4]),
     "seq": st.sampled_from([2048, 8192]), "precision": st.sampled_from(["bf16-mixed", "bf16"]),
     "attention": st.sampled_from(["sdpa", "flash", "eager"]),
 })
@@ -121,11 +123,18 @@ def _peaks_per_rank(lay, ckpt):
     transients (full: the recomputed block; selective: the block's recomputed rest) in the
     phase where they peak."""
     tp, pp, cp = lay["tensor"], lay["pipeline"], lay["context"]
+    arch = get_model(lay["model"]).arch
+    # EP on the MoE model only (it divides its 8 experts and data x context = 2 x cp);
+    # interleaving where Megatron's rules allow it (parallel_keys.py), else plain 1F1B
+    ep = lay["expert"] if arch.is_moe else 1
+    v = lay["virtual"] if (pp > 1 and lay["ga"] % pp == 0 and
+                           (arch.total_layers // pp) % lay["virtual"] == 0) else 1
     d = {"model": lay["model"], "task": "train", "batch_size": 1, "seq_len": lay["seq"],
          "precision": lay["precision"], "gpu": "nvidia-h100-sxm5-80gb", "checkpointing": ckpt,
          "attention": lay["attention"], "gradient_accumulation": lay["ga"],
          "parallel": {"gpus": 2 * tp * pp * cp, "data": 2, "tensor": tp, "pipeline": pp,
-                      "context": cp, "zero": lay["zero"]},
+                      "context": cp, "zero": lay["zero"], "expert": ep,
+                      "virtual_stages": v},
          "options": ["sequence-parallel"] if lay["sp"] and tp > 1 else []}
     fp = estimate(d, with_max_batch=False).footprint
     ranks = fp.ranks or {"all": fp}   # pipeline stages: each rank's own phases
@@ -135,9 +144,10 @@ def _peaks_per_rank(lay, ckpt):
 @settings(max_examples=60, deadline=None)
 @given(LAYOUTS)
 def test_full_le_selective_le_none_per_rank(lay):
-    """Per rank, in the phase where activations peak: full <= selective <= none. Each stage of
-    these models holds >= 8 blocks (32+ layers over <= 4 stages), so full's one recomputed
-    block is outweighed by the others' inputs."""
+    """Per rank, in the phase where activations peak: full <= selective <= none, over TP, SP,
+    PP (1F1B and interleaved), CP, EP (Mixtral) and ZeRO 0-3. Each stage of these models holds
+    >= 7 blocks (28+ layers over <= 4 stages), so full's one recomputed block is outweighed by
+    the others' inputs."""
     none = _peaks_per_rank(lay, "none")
     sel = _peaks_per_rank(lay, "selective")
     full = _peaks_per_rank(lay, "full")

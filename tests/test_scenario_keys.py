@@ -59,7 +59,8 @@ def test_query_types_come_from_the_table():
                           "parallel.data", "parallel.tensor", "parallel.pipeline",
                           "parallel.context", "parallel.zero", "lora.rank",
                           "serving.max_num_seqs", "serving.max_model_len",
-                          "serving.max_num_batched_tokens"}
+                          "serving.max_num_batched_tokens", "parallel.expert",
+                          "parallel.virtual_stages"}
     assert query._NUM == {"lora.alpha", "lora.dropout", "serving.gpu_memory_utilization"}
     assert query._BOOL == {"guidance", "serving.cuda_graphs"}
     assert query._LIST == {"offload", "options", "lora.targets"}

@@ -2,22 +2,26 @@
 
 A job is a model, a global batch (sequences per step), a sequence length and a GPU type
 (optional: the most GPUs, GPUs per scale-up domain, the network rate per GPU). The solver
-searches data x tensor x pipeline x context (x expert for MoE) x ZeRO stage x checkpointing x
-micro-batch / accumulation layouts that keep the global batch (data x micro-batch x
+searches data x tensor x pipeline x context (x expert for MoE) x interleaved chunks x ZeRO
+stage x checkpointing x micro-batch / accumulation layouts that keep the global batch (data x micro-batch x
 accumulation = global batch), respect divisibility (attention and KV heads by TP, layers by
 PP, experts by EP, the sequence by 2 x CP for the load-balanced ring) and topology (TP
 inside one scale-up domain), and fit every rank (`estimate`'s worst rank, under the limit).
 
-Price of a layout (`price`): step time = compute x (m + p - 1) / m (1F1B bubble, Narayanan
-et al. 2021 s.2.2, m micro-batches, p stages) + the communication not hidden behind compute
+Price of a layout (`price`): step time = compute x (1 + (p - 1) / (v m)) (the 1F1B bubble,
+interleaved over v chunks: Narayanan et al. 2021 s.2.2, m micro-batches, p stages) + the communication not hidden behind compute
 (comm.py: its bytes, links and times); compute = model FLOPs (PaLM Appendix B: 6N + 12LHS
 per token; MoE: active parameters) x the recomputation's extra forward work / (GPUs x dense
 peak x efficiency), efficiency from costs.toml [step] (its source). GPU-hours for a token
 budget = GPUs x step time x budget / tokens per step.
 
+Every layout is a scenario with its parallel keys set (parallel.expert, .virtual_stages), so
+the estimate holds each rank's expert states, dispatch buffers and in-flight chunks itself.
+
 Search: the layouts are priced arithmetically (no estimate), those whose sharded model
 states alone exceed the limit are dropped, then GPU counts are walked from the fewest up;
-within a count, layouts in order of step time are estimated until one fits, and only a
+within a count, layouts in order of step time (priced lazily, `_by_step`) are estimated
+until one fits, and only a
 layout faster than every smaller count's is worth estimating. The answer is the Pareto
 front over GPUs and step time (it holds the fewest-GPU-hours layout).
 
@@ -28,102 +32,25 @@ loss_parallel): kernels and layouts that keep the job.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import heapq
+from dataclasses import replace
 
 from ..errors import ScenarioError, VramplanError
 from ..estimate import estimate
-from ..parallel import ParallelConfig
+from ..parallel import bubble_share
 from . import comm
 from . import costs as C
+from .cluster_parts import Job, Layout, Option, _Lite, where
+
+__all__ = ["Job", "Layout", "Option", "Solver", "solve", "where", "MICRO", "TP", "CP"]
 
 CKPT_EXTRA = {"none": 0.0, "full": 1 / 3}       # extra compute of a step (costs.toml)
 MICRO = (1, 2, 4, 8, 16)
 TP = (1, 2, 4, 8, 16, 32, 64, 72)
 CP = (1, 2, 4, 8, 16, 32)
 MAX_PP = 32
+VIRTUAL = (2, 4)        # interleaved chunks per stage searched (Megatron's runs use 2-8)
 MAX_ESTIMATES = 3000
-
-
-@dataclass(frozen=True)
-class Job:
-    model: str
-    seq_len: int
-    global_batch: int                   # sequences per step
-    gpu: str
-    precision: str = "bf16-mixed"
-    optimizer: str = "adamw"
-    max_gpus: int = 1024
-    gpus_per_node: int | None = None    # GPUs in one scale-up domain (default: hwdb system)
-    network_gbs: float | None = None    # GB/s per GPU between domains (default: hwdb system)
-    token_budget: float = 1e12          # tokens the run trains on, for GPU-hours
-    headroom: float = 0.05              # share of usable memory left free (limit_bytes wins)
-    options: tuple = ("chunked-loss",)  # job-keeping kernels every layout gets (module doc)
-    task: str = "train"                 # train | lora | qlora
-    base: dict | None = None            # a scenario whose other keys the layouts keep
-    limit_bytes: int | None = None      # bytes a GPU may use (instead of the headroom's)
-
-    @property
-    def tokens_per_step(self) -> int:
-        return self.global_batch * self.seq_len
-
-
-@dataclass(frozen=True)
-class Layout:
-    data: int
-    tensor: int
-    pipeline: int
-    context: int
-    expert: int
-    zero: int
-    checkpointing: str
-    micro: int
-    accumulation: int
-
-    @property
-    def gpus(self) -> int:
-        return self.data * self.tensor * self.pipeline * self.context
-
-    def text(self) -> str:
-        parts = [f"{self.gpus} x GPU:", f"TP {self.tensor}", f"PP {self.pipeline}",
-                 f"CP {self.context}", f"DP {self.data}"]
-        if self.expert > 1:
-            parts.append(f"EP {self.expert}")
-        parts += [f"ZeRO-{self.zero}", f"checkpointing {self.checkpointing}",
-                  f"micro-batch {self.micro} x {self.accumulation}"]
-        return " ".join(parts[:1]) + " " + ", ".join(parts[1:])
-
-    def to_dict(self) -> dict:
-        return {**self.__dict__, "gpus": self.gpus}
-
-
-@dataclass
-class Option:
-    """A priced layout; `estimate` and `fits` once checked."""
-    layout: Layout
-    compute_s: float
-    bubble_s: float
-    comm_s: float
-    transfers: list
-    step_s: float = 0.0
-    gpu_hours: float = 0.0
-    estimate: object = None
-    device_used_bytes: int | None = None
-    fits: bool | None = None
-    rank: str | None = None
-    notes: list = field(default_factory=list)
-
-    @property
-    def gpus(self) -> int:
-        return self.layout.gpus
-
-    def to_dict(self) -> dict:
-        return {"layout": self.layout.to_dict(), "text": self.layout.text(),
-                "gpus": self.gpus, "step_time_s": round(self.step_s, 4),
-                "compute_s": round(self.compute_s, 4), "bubble_s": round(self.bubble_s, 4),
-                "exposed_communication_s": round(self.comm_s, 4),
-                "gpu_hours": round(self.gpu_hours, 1), "fits": self.fits,
-                "device_used_bytes": self.device_used_bytes, "deciding_rank": self.rank,
-                "transfers": [t.to_dict() for t in self.transfers], "notes": self.notes}
 
 
 class Solver:
@@ -166,6 +93,7 @@ class Solver:
         self._flops: dict = {}
         self._comm: dict = {}      # transfers by layout (checkpointing: full or not)
         self._seen: dict = {}      # (t, p, c, e, zero, micro, ckpt, in flight) -> used - states
+        self._states: dict = {}    # states_bound by (d, t, p, c, e, zero)
 
     # ---- the layout as a scenario -------------------------------------------------------
     def scenario(self, lay: Layout):
@@ -176,7 +104,9 @@ class Solver:
              "gradient_accumulation": lay.accumulation, "checkpointing": lay.checkpointing,
              "gpu": self.dev.id, "parallel": {"gpus": lay.gpus, "data": lay.data,
                                               "tensor": lay.tensor, "pipeline": lay.pipeline,
-                                              "context": lay.context, "zero": lay.zero}}
+                                              "context": lay.context, "zero": lay.zero,
+                                              "expert": lay.expert,
+                                              "virtual_stages": lay.virtual}}
         d.pop("offload", None)
         opts = set(j.options) | ({"sequence-parallel", "loss-parallel"} if lay.tensor > 1
                                  else set())
@@ -201,15 +131,15 @@ class Solver:
         return per_token * self.job.tokens_per_step * (1 + extra)
 
     def busy(self, lay: Layout) -> tuple[float, float]:
-        """(compute, pipeline bubble) seconds of a step."""
+        """(compute, pipeline bubble) seconds of a step: bubble (p - 1) / (v m) of compute
+        (parallel.bubble_share)."""
         compute = self.flops(lay.checkpointing) / (lay.gpus * self.rate)
-        m, p = lay.accumulation, lay.pipeline
-        return compute, (compute * (p - 1) / m if p > 1 else 0.0)
+        return compute, compute * bubble_share(lay.pipeline, lay.accumulation, lay.virtual)
 
-    def price(self, lay: Layout) -> Option:
-        compute, bubble = self.busy(lay)
+    def price(self, lay: Layout, busy: tuple[float, float] | None = None) -> Option:
+        compute, bubble = busy or self.busy(lay)
         key = (lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
-               lay.micro, lay.checkpointing == "full")
+               lay.micro, lay.checkpointing == "full", lay.virtual)
         got = self._comm.get(key)
         if got is None:
             ts = comm.transfers(_Lite(self.job, lay, self.lora), self.spec, self.dev, None,
@@ -226,7 +156,15 @@ class Solver:
     # ---- memory ---------------------------------------------------------------------------
     def states_bound(self, lay: Layout) -> float:
         """Model-state bytes per rank (a lower bound on device used): each component / TP x
-        PP, / the ZeRO shard group where the stage shards it, experts / EP."""
+        PP, / the ZeRO shard group where the stage shards it, else its routed experts / EP
+        (the estimate's rule: training.py _zero_count). Cached by the dimensions it reads."""
+        key = (lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero)
+        got = self._states.get(key)
+        if got is None:
+            got = self._states[key] = self._states_bound(lay)
+        return got
+
+    def _states_bound(self, lay: Layout) -> float:
         shard = lay.data * lay.context
         div = {"weights": 3, "gradients": 2, "optimizer_states": 1}
         ef = self._expert_share()
@@ -249,23 +187,23 @@ class Solver:
 
     def _key(self, lay: Layout) -> tuple:
         return (lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero, lay.micro,
-                lay.checkpointing, min(lay.pipeline, lay.accumulation))
+                lay.checkpointing, min(lay.pipeline, lay.accumulation), lay.virtual)
 
     def predicted_over(self, lay: Layout) -> bool:
         """Layouts that differ only in the data degree hold the same activations and buffers
         per rank, and a larger micro-batch or less recomputation holds more: the device used
         less model states of such a layout already estimated, plus this layout's states,
         predicts it from below; more than 3% over the limit is not estimated."""
-        (t, p, c, e, z, m, ck, inflight) = self._key(lay)
+        (t, p, c, e, z, m, ck, inflight, v) = self._key(lay)
         order = ("none", "selective", "full")
-        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight)) for m2 in MICRO if m2 <= m
+        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight, v)) for m2 in MICRO if m2 <= m
                  for ck2 in order[order.index(ck):]]      # less memory than this layout
         rest = max((r for r in rests if r is not None), default=None)
         return rest is not None and rest + self.states_bound(lay) > 1.03 * self.limit
 
     def check(self, opt: Option) -> bool:
-        """Estimate the layout; for EP, the estimate (which has no expert key) less the
-        unsharded expert states the EP group splits."""
+        """Estimate the layout (its scenario sets parallel.expert: the estimate's own expert
+        states, dispatch buffers and all-to-all bytes)."""
         if self.predicted_over(opt.layout):
             opt.fits = False
             return False
@@ -277,12 +215,6 @@ class Solver:
             return False
         used = int(est.device_used_bytes)
         lay = opt.layout
-        if lay.expert > 1:
-            cut = self.states_bound(replace(lay, expert=1)) - self.states_bound(lay)
-            used -= int(cut)
-            opt.notes.append("expert parallelism: the estimate has no expert key; its figure "
-                             f"less the expert states EP {lay.expert} splits ({cut / 2**30:.1f}"
-                             " GiB per rank)")
         ranks = est.to_dict().get("ranks") or []
         worst = max(ranks, key=lambda r: r.get("device_used_bytes", 0), default=None)
         opt.estimate, opt.device_used_bytes = est, used
@@ -328,9 +260,16 @@ class Solver:
         for m in MICRO:
             if per % m:
                 continue
-            for z in zeros:
-                for ck in ("none", "selective", "full"):
-                    yield Layout(d, t, p, c, e, z, ck, m, per // m)
+            for v in self._virtuals(p, per // m):
+                for z in zeros:
+                    for ck in ("none", "selective", "full"):
+                        yield Layout(d, t, p, c, e, z, ck, m, per // m, v)
+
+    def _virtuals(self, p: int, m: int) -> tuple[int, ...]:
+        """Interleaved chunks per stage the rules allow (scenario/parallel_keys.py: v divides
+        the layers per stage, micro-batches a multiple of pp): 1 and VIRTUAL's."""
+        per_stage = self.arch.total_layers // p
+        return (1,) + tuple(v for v in VIRTUAL if p > 1 and m % p == 0 and per_stage % v == 0)
 
     def solve(self) -> list[Option]:
         """The Pareto front over GPUs and step time, fewest GPUs first (module doc)."""
@@ -340,10 +279,8 @@ class Solver:
         for n, structs in sorted(self.structures().items()):
             if floor / n >= best:
                 continue
-            opts = [self.price(lay) for s in structs for lay in self.layouts(s)
-                    if sum(self.busy(lay)) < best and self.states_bound(lay) <= self.limit]
-            for opt in sorted((o for o in opts if o.step_s < best), key=lambda o: o.step_s):
-                if self.estimates >= MAX_ESTIMATES:
+            for opt in self._by_step(structs, best):
+                if opt.step_s >= best or self.estimates >= MAX_ESTIMATES:
                     break
                 if self.check(opt):
                     front.append(opt)
@@ -351,46 +288,33 @@ class Solver:
                     break
         return front
 
+    def _by_step(self, structs: list[tuple], best: float):
+        """The layouts of one GPU count in order of step time (ties: enumeration order),
+        priced lazily: compute + bubble (`busy`) bounds a step from below, so a layout is
+        priced (its communication) only once the next cheapest priced one is not faster than
+        that bound. Same order as pricing all and sorting, with a fraction of the pricing."""
+        cands = []
+        for s in structs:
+            for lay in self.layouts(s):
+                busy = self.busy(lay)
+                if busy[0] + busy[1] < best and self.states_bound(lay) <= self.limit:
+                    cands.append((busy[0] + busy[1], len(cands), lay, busy))
+        cands.sort(key=lambda x: (x[0], x[1]))
+        heap: list = []
+        i = 0
+        while heap or i < len(cands):
+            while i < len(cands) and (not heap or cands[i][0] <= heap[0][0]):
+                _, k, lay, busy = cands[i]
+                i += 1
+                opt = self.price(lay, busy)
+                heapq.heappush(heap, (opt.step_s, k, opt))
+            yield heapq.heappop(heap)[2]
+
     def evaluate(self, lay: Layout) -> Option:
         """A given layout (a published one): priced and estimated."""
         opt = self.price(lay)
         self.check(opt)
         return opt
-
-
-def where(opt: Option, front: list[Option]) -> str:
-    """Where a layout falls against the front: on it, or how far from the front's fastest
-    step on as many GPUs or fewer (a layout the estimate says does not fit is off it)."""
-    if opt.fits is False:
-        return "off the front: the estimate says a rank does not fit"
-    peers = [f for f in front if f.gpus <= opt.gpus]
-    if not peers:
-        return "fewer GPUs than any layout on the front"
-    best = min(peers, key=lambda f: f.step_s)
-    if opt.step_s <= best.step_s * 1.0001:
-        return "on the front"
-    return (f"{opt.step_s / best.step_s - 1:+.0%} step time vs the front's {best.gpus}-GPU "
-            f"layout ({best.layout.text()})")
-
-
-class _Lite:
-    """The attributes comm.transfers reads, without building a Scenario (the search prices
-    thousands of layouts)."""
-    serving = None
-
-    def __init__(self, job: Job, lay: Layout, lora=None):
-        self.task, self.lora = job.task, lora
-        self.parallel = ParallelConfig(lay.gpus, lay.data, lay.tensor, lay.pipeline,
-                                       lay.context, lay.zero)
-        self.gradient_accumulation = lay.accumulation
-        self.batch_size = lay.micro
-        self.seq_len = job.seq_len
-        self.checkpointing = lay.checkpointing
-        self.options = ("sequence-parallel",) if lay.tensor > 1 else ()
-        self._prec = job.precision
-
-    def precision_for(self, _component: str) -> str:
-        return self._prec
 
 
 def solve(job: Job, **kw) -> tuple[Solver, list[Option]]:

@@ -15,7 +15,9 @@ Yuan 2009):
   parallel replaces each by a reduce-scatter + all-gather of the same bytes (Korthikanti
   et al. 2022 s.4.2.2).
 - Pipeline: activations (b x s x h, / t with sequence parallelism) sent to the next stage in
-  forward and their gradients back in backward, per micro-batch.
+  forward and their gradients back in backward, per micro-batch; interleaved (v virtual
+  stages) v times per micro-batch (each of a rank's v chunks sends; Narayanan et al. 2021
+  s.2.2: "the amount of communication also increases by v").
 - Context parallel (ring attention): each rank passes its K and V blocks c - 1 times per layer
   in forward; backward passes K, V and their gradients (2x) (Liu et al. 2023).
 - Expert parallel: per MoE layer, tokens all-to-all to their top-k experts and back, forward
@@ -244,10 +246,11 @@ def _act_bytes(sc, arch) -> tuple[float, int, float]:
     return tokens, pb, arch.total_layers / max(1, p.pipeline)
 
 
-def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
+def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int | None = None,
               model: tuple[int, int] | None = None) -> list[Transfer]:
     """Every collective of one step of the plan's layout, per GPU (module doc); `model`:
-    (parameter, gradient) bytes if already known (model_bytes)."""
+    (parameter, gradient) bytes if already known (model_bytes); `expert`: the layout's
+    parallel.expert unless given."""
     net = net or network(dev)
     params, grads = model or model_bytes(sc, spec, sizes)
     out = _data(sc, params, grads, dev, net)
@@ -255,6 +258,8 @@ def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
     if arch is None:
         return out
     p, ga = sc.parallel, int(sc.gradient_accumulation or 1)
+    expert = getattr(p, "expert", 1) if expert is None else expert
+    v = getattr(p, "virtual_stages", 1)   # interleaved: each micro-batch crosses v x the stages
     training = sc.task in ("train", "lora", "qlora")
     tokens, pb, layers = _act_bytes(sc, arch)
     act = tokens * arch.hidden * pb
@@ -270,8 +275,9 @@ def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int = 1,
         span = 2 * t * c * p.data
         out.append(Transfer("pipeline: activations to the next stage" +
                             (" and their gradients back" if training else "") +
-                            ", per micro-batch", "send/recv",
-                            int((2 if training else 1) * act / (t if sp else 1) * ga),
+                            ", per micro-batch" + (f", {v} chunks per rank" if v > 1 else ""),
+                            "send/recv",
+                            int((2 if training else 1) * act / (t if sp else 1) * ga * v),
                             group_link(dev, net, 2, span), "pipeline"))
     if c > 1:
         kv = 2 * max(1, arch.kv_heads // t) * arch.head_dim * pb

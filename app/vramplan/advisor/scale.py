@@ -66,8 +66,8 @@ def solver_plans(ctx, limit: int, max_gpus: int, plan_cls) -> list:
         _, front = solve(job)
     except VramplanError:
         return []
-    # several GPUs (one_gpu searches a single GPU's changes); no EP (no expert key for it)
-    front = [o for o in front if o.layout.expert == 1 and o.gpus > 1]
+    # several GPUs (one_gpu searches a single GPU's changes); EP layouts set parallel.expert
+    front = [o for o in front if o.gpus > 1]
     if not front:
         return []
     cheapest = min(front, key=lambda o: o.gpu_hours)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ScenarioError
 from ..estimate import estimate
+from ..parallel import bubble_share
 from . import costs as C
 from .levers import BY_ID, Lever
 from .makers import serving_change
@@ -360,8 +361,9 @@ def _layout_cost(ctx, sc2, sizes, n) -> C.Cost:
     est2 = estimate(sc2, ctx.dev, with_max_batch=False)
     cost = replace(cost, **layout_comm(ctx, sc2, C.step_time(est2, ctx.spec)))
     if sc2.parallel.pipeline > 1:
-        cost = cost + C.of("pipeline-parallel", bubble_share=(sc2.parallel.pipeline - 1) /
-                           max(1, sc2.gradient_accumulation))
+        lay = sc2.parallel   # (p - 1) / m, interleaved / (v m) (parallel.bubble_share)
+        cost = cost + C.of("pipeline-parallel", bubble_share=bubble_share(
+            lay.pipeline, int(sc2.gradient_accumulation or 1), lay.virtual_stages))
     if sc2.parallel.shard_group > 1 and sc2.parallel.zero == 0:
         cost = cost + C.of("data-parallel")
     return cost

@@ -19,6 +19,7 @@ from ..workloads.registry import unknown_lora_targets
 from . import keys as K
 from .keys import (BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, derive, key,
                    sub_names)
+from .parallel_keys import check_layout
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_precision, default_task, max_positions, model_given,
@@ -207,7 +208,9 @@ def read_parallel(v: Any) -> ParallelConfig:
     if gpus != data * model:
         raise ScenarioError("parallel.gpus", f"{gpus} != data * tensor * pipeline * context "
                             f"= {data} * {t} * {p} * {c} = {data * model}")
-    return ParallelConfig(gpus=gpus, data=data, tensor=t, pipeline=p, context=c, zero=zero)
+    ev = {k: _sub("parallel", d, k, 1) for k in ("expert", "virtual_stages")}
+    return ParallelConfig(gpus=gpus, data=data, tensor=t, pipeline=p, context=c, zero=zero,
+                          **ev)   # expert / virtual_stages rules: parallel_keys.check_layout
 
 
 def read_serving(v: Any, values: dict) -> ServingConfig:
@@ -299,6 +302,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
         check_lora_targets(spec, f["lora"].targets)
     f["parallel"] = read_parallel(d["parallel"]) if d.get("parallel") is not None \
         else ParallelConfig()
+    check_layout(f["parallel"], spec, task, f["gradient_accumulation"])
     for name in ("offload", "options"):
         f[name] = BY_NAME[name].read(d[name]) if d.get(name) is not None else ()
     f["serving"] = None

@@ -21,6 +21,7 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
 from . import inference_keys as IK
+from .parallel_keys import PARALLEL_KEYS
 from .rules import (OFFLOAD, OPTIONS, SERVE_MAX_MODEL_LEN, SERVE_MAX_NUM_SEQS,
                     read_safety_margin, vllm_batched_tokens)
 from .schema import KINDS, NO_MODEL, Key
@@ -174,7 +175,7 @@ NESTED = (
        choices=KV_CACHE_DTYPES, default="auto", tasks=("serve",)),
     _k("serving.cuda_graphs", "bool", "CUDA graphs", "captured decode graphs (their memory)",
        default=True, tasks=("serve",)),
-)
+) + PARALLEL_KEYS   # parallel.expert, parallel.virtual_stages (scenario/parallel_keys.py)
 
 
 def _x(name, kind, label, doc, tasks, **kw) -> Key:

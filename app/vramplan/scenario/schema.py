@@ -55,6 +55,7 @@ class Key:
     fold_case: bool = False
     flag: str | None = None
     derive: Callable[[dict], Any] | None = None
+    shown_for: Callable[[Any], bool] | None = None   # the form shows it for these models only
 
     @property
     def parent(self) -> str | None:

@@ -31,6 +31,11 @@ __all__ = ["LORA_GROUPS", "footprint", "lora_modules"]
 MiB = 2**20
 
 
+def bd_experts(arch) -> int:
+    """Routed-expert parameters of the model (TransformerArch.param_groups 'experts')."""
+    return arch.param_groups()["experts"] if arch.is_moe else 0
+
+
 def _legacy(scenario, device) -> bool:
     return runtime.legacy_stack(scenario, device)
 
@@ -78,7 +83,11 @@ class _Ctx(Training, StackHooks):
         blocks = bd["attention"] + bd["mlp"] + bd["router"] + bd["pooler"]
         emb = bd["embeddings"] + bd["position_embeddings"]
         head = bd["lm_head"]
-        self.blocks_g = int(blocks * self.stage_frac / tp)
+        # expert parallel: a rank holds 1/ep of each MoE layer's routed experts (parallel.py);
+        # ep_extra_g, the experts other EP ranks hold, comes back under ZeRO (training.py)
+        ep_cut = bd_experts(arch) * (1 - 1 / max(1, self.L.expert))
+        self.ep_extra_g = int(ep_cut * self.stage_frac / tp)
+        self.blocks_g = int(blocks * self.stage_frac / tp) - self.ep_extra_g
         self.norms_g = int(bd["norms"] * self.stage_frac)
         if pp > 1:  # stage 0 holds the embeddings, the last stage the head (tied: a copy)
             self.embed_g = int(max(emb, head if head else arch.vocab * arch.hidden) / tp)
@@ -88,7 +97,7 @@ class _Ctx(Training, StackHooks):
         tied_copy = arch.vocab * arch.hidden if arch.kind != "encoder" else 0
         self._emb, self._head = emb, (head or tied_copy)   # last stage: head, a copy when tied
         self.stage, self.first, self.last = 0, True, True
-        self.layer_params = int(blocks / max(1, L) / tp)
+        self.layer_params = int(blocks / max(1, L) / tp) - int(ep_cut / max(1, L) / tp)
         self.largest_param = int(max(arch.vocab * arch.hidden / tp,
                                      arch.hidden * max(arch.ffn, arch.moe_ffn) / tp))
         self.p = prec_mod.activation_bytes(prec)

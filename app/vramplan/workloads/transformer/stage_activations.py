@@ -28,12 +28,14 @@ class StageActivations:
         blk = self._block_coeffs(keep)
         sbh, sbh_mean = blk.sbh, blk.sbh_mean
         nl = par.stage_layers(a.total_layers, L.pipeline)
-        inflight = par.pipeline_inflight(L.pipeline, ga, self.stage)
+        # 1F1B: min(pp - i, m) micro-batches; interleaved (virtual_stages v): v chunks of
+        # nl / v blocks, (2 (pp - i - 1) + (v - 1) pp + 1) chunk forwards (parallel.py)
+        inflight = par.interleaved_inflight(L.pipeline, L.virtual_stages, ga, self.stage)
         nl_live = nl * inflight
-        # 1F1B with micro-batches <= pp - i: every forward runs before the stage's first
-        # backward, which starts with no gradients (set_to_none); the later ones hold one
+        # every forward runs before the stage's first backward (1F1B: micro-batches <= pp -
+        # i), which starts with no gradients (set_to_none); the later ones hold one
         # micro-batch fewer beside the gradients (Megatron's schedule; tracing/pipeline.py)
-        one_pass = L.pipeline > 1 and 1 < ga <= L.pipeline - self.stage and not self.legacy
+        one_pass = L.pipeline > 1 and 1 < ga <= inflight and not self.legacy
         r = 4 if (self.mixed and not self.fsdp_mp) or self.p == 4 else self.p
         ckpt = self.sc.checkpointing or "none"
         if ckpt == "full":
@@ -126,10 +128,23 @@ class StageActivations:
         if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
             bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
         bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
+        if a.is_moe and self.L.expert > 1:   # one layer's all-to-all receive buffers
+            bwd_tmp += self.expert_a2a_bytes(blk)
         if prec_mod.training_format(self.prec):   # casted operands of one linear's backward
             bwd_tmp += lowp_training.cast_temporary_bytes(
                 a, prec_mod.training_format(self.prec), blk.T, tp)
         return bwd_tmp
+
+    def expert_a2a_bytes(self, blk) -> float:
+        """Expert parallel: Megatron-Core's MoEAlltoAllTokenDispatcher (transformer/moe/
+        token_dispatcher.py) permutes a layer's T k routed token copies, all-to-alls them
+        into a new receive buffer and sorts them by local expert (one more copy), and runs
+        the same in reverse to combine: beside the permuted copies every MoE layer already
+        keeps (activations.py), the backward of one layer holds a dispatch receive and a
+        combine send buffer of T k h (T: this rank's tokens, over TP with SP), dropless
+        routing, balanced on average (no capacity factor)."""
+        a = self.arch
+        return 2 * self.p * blk.T * a.experts_per_token * a.hidden / blk.seq_div
 
     def _kernel_notes(self, k) -> None:
         """Say which of the config's kernel facts changed the saved activations."""

@@ -35,7 +35,14 @@ class Training(StageActivations):
         self.params_g = self.blocks_g + self.norms_g + self.embed_g
 
     def train(self) -> Footprint:
-        pp = self.L.pipeline
+        pp, ep = self.L.pipeline, self.L.expert
+        if ep > 1 and self.arch.is_moe:
+            self.notes.append(
+                f"expert parallel {ep}: each rank holds {self.arch.num_experts // ep} of the "
+                f"{self.arch.num_experts} routed experts per MoE layer (their weights, "
+                "gradients and optimizer states / ep; under ZeRO sharded over data x context "
+                "/ ep, Megatron-Core's expert-data group) and one layer's all-to-all dispatch "
+                "and combine buffers in backward")
         if pp <= 1:
             return self.train_stage()
         base, ranks = list(self.notes), {}
@@ -45,9 +52,13 @@ class Training(StageActivations):
             ranks[sharding.stage_name(i, pp)] = self.train_stage()
         worst = max(ranks, key=lambda k: ranks[k].peak_allocated_bytes)
         fp = ranks[worst]
+        v = self.L.virtual_stages
+        held = ("min(pp - i, micro-batches) micro-batches in flight" if v <= 1 else
+                f"{v} chunks interleaved, (2 (pp - i - 1) + (v - 1) pp + 1) / v micro-batches' "
+                "worth in flight (Megatron-Core interleaved 1F1B)")
         fp.notes.append(
-            f"pipeline {pp} (1F1B): each stage holds {par.stage_layers(self.arch.total_layers, pp)}"
-            " blocks and min(pp - i, micro-batches) micro-batches in flight; stage 0 the "
+            f"pipeline {pp} ({'1F1B' if v <= 1 else 'interleaved 1F1B'}): each stage holds "
+            f"{par.stage_layers(self.arch.total_layers, pp)} blocks and {held}; stage 0 the "
             "embedding, the last stage the head, logits and loss; per_gpu is the worst stage, "
             f"{worst} (every stage: the ranks section)")
         fp.ranks = ranks
@@ -76,10 +87,11 @@ class Training(StageActivations):
         par_off = "params" in self.off
         pb = prec_mod.param_bytes(self.prec)
         ms = self._trainable(lora, div, pb)
-        grads_full = par.shard(ms.tb * ms.n_train, div["gradients"])
-        states = par.shard(opt_mod.state_bytes(optim, ms.n_train, ms.tb, self._matrices(lora),
-                                               self.stack_bnb_block(optim)),
-                           div["optimizer_states"])
+        grads_full = par.shard(ms.tb * self._zero_count(ms.n_train, div["gradients"], lora),
+                               div["gradients"])
+        states = par.shard(opt_mod.state_bytes(
+            optim, self._zero_count(ms.n_train, div["optimizer_states"], lora), ms.tb,
+            self._matrices(lora), self.stack_bnb_block(optim)), div["optimizer_states"])
         paged = optim == "paged-adamw-8bit"
         if opt_off:
             states = 0
@@ -108,6 +120,14 @@ class Training(StageActivations):
                            opt_off=opt_off, par_off=par_off, pb=pb)
         return ms
 
+    def _zero_count(self, n: int, divisor: int, lora: bool) -> int:
+        """Parameters a ZeRO divisor shares out: with expert parallelism the routed experts
+        are sharded over the expert-data group (data x context / ep; Megatron-Core's
+        distributed optimizer, torchtitan's dp_shard_mod_ep mesh), so a sharded component
+        per rank is the whole stage's over data x context: add back the experts the other
+        EP ranks hold (ep_extra_g); unsharded, a rank holds its 1/ep of the experts."""
+        return n + self.ep_extra_g if divisor > 1 and not lora else n
+
     def _trainable(self, lora: bool, div: dict, pb: int) -> SimpleNamespace:
         """What trains: the whole stage, or (LoRA / QLoRA) adapters on a frozen base in its
         storage format. weights per rank, trained parameter count n_train, their bytes tb, the
@@ -115,7 +135,8 @@ class Training(StageActivations):
         sc, a = self.sc, self.arch
         if not lora:
             return SimpleNamespace(keep=None, n_train=self.params_g, tb=pb, fmt=None,
-                                   weights=par.shard(pb * self.params_g, div["weights"]),
+                                   weights=par.shard(pb * self._zero_count(
+                                       self.params_g, div["weights"], False), div["weights"]),
                                    largest=self.largest_param)
         fmt = "nf4" if sc.task == "qlora" and not prec_mod.is_quantized(self.prec) else self.prec
         base = self.base_weight_bytes(fmt)
