@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from vramplan.cli import main  # noqa: E402
-from vramplan.errors import UnavailableError, VramplanError  # noqa: E402
+from vramplan.errors import ScenarioError, UnavailableError, VramplanError  # noqa: E402
 from vramplan.measure import trace  # noqa: E402
 
 # A GPT-2 whose every tensor is a multiple of 512 bytes in fp32 (so the allocator's 512-byte
@@ -393,3 +393,36 @@ def test_mamba2_prefill_runs_the_chunk_scan_kernel():
     real = trace.trace_real(dict(s, architecture=cfg), {"hf": cfg}, timeline=False)
     assert real.rewrites["mamba2 chunk scan->mamba_ssm kernel"] == 5 * 2
     assert real.rewrites["causal_conv1d->kernel"] == 5 * 2
+
+
+@pytest.mark.parametrize("task,precision", [("train", "bf16-mixed"), ("forward", "bf16")])
+def test_whisper_estimate_agrees_with_transformers(task, precision):
+    """Whisper large-v3 (the catalog config cut to 2 encoder + 2 decoder layers) as
+    transformers builds it (AutoModelForSpeechSeq2Seq: WhisperForConditionalGeneration) fed
+    its log-mel input (128 bins x 3000 frames -> 1500 encoder positions, tracing/hf.py
+    _whisper_features) and 448 decoder tokens, batch 2: the estimate, which reads Whisper as an
+    encoder-decoder at seq_len 1500 (catalog/whisper.py), within 5% at the peak (2026-12-02:
+    +1.3% train, +0.2% forward; 4 + 4 layers, batch 4: +3.6% / +0.2%)."""
+    _need("transformers")
+    from vramplan.catalog import get_model
+    from vramplan.estimate import estimate
+    cfg = json.loads(json.dumps(get_model("openai/whisper-large-v3").config))
+    cfg.update(encoder_layers=2, decoder_layers=2, num_hidden_layers=2)
+    s = {"task": task, "batch_size": 2, "seq_len": 1500, "target_len": 448,
+         "precision": precision, "attention": "sdpa", "gpu": "nvidia-h100-sxm5-80gb",
+         "architecture": cfg, **({"optimizer": "adamw"} if task == "train" else {})}
+    est = estimate(s, with_max_batch=False)
+    real = trace.trace_real(s, {"hf": cfg}, timeline=False)
+    assert "WhisperForConditionalGeneration" in real.notes[0]
+    assert abs(est.peak_allocated_bytes / real.peak_allocated_bytes - 1) < 0.05
+
+
+def test_whisper_takes_its_1500_positions_only():
+    _need("transformers")
+    from vramplan.catalog import get_model
+    cfg = json.loads(json.dumps(get_model("openai/whisper-large-v3").config))
+    cfg.update(encoder_layers=1, decoder_layers=1, num_hidden_layers=1)
+    s = {"task": "forward", "batch_size": 1, "seq_len": 1000, "target_len": 16,
+         "precision": "bf16", "gpu": "nvidia-h100-sxm5-80gb", "architecture": cfg}
+    with pytest.raises(ScenarioError, match="exactly 1500 positions"):
+        trace.trace_real(s, {"hf": cfg}, timeline=False)

@@ -9,7 +9,8 @@ reads the same config the same way):
   decoder          AutoModelForCausalLM, loss = `model(input_ids, labels=input_ids).loss`
   encoder          AutoModelForSequenceClassification (`num_labels`, default 2): the
                    BertForSequenceClassification head vramplan's own encoder trace builds
-  encoder-decoder  AutoModelForSeq2SeqLM, `target_len` decoder tokens as labels
+  encoder-decoder  AutoModelForSeq2SeqLM, `target_len` decoder tokens as labels (Whisper:
+                   log-mel input_features of its 2 x max_source_positions frames)
   vision configs   AutoModelForImageClassification (vit, deit, beit, swin, convnext, resnet,
                    ...), pixel_values at the scenario's resolution
 
@@ -114,6 +115,8 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
     auto = {"decoder": tf.AutoModelForCausalLM, "encoder": tf.AutoModelForSequenceClassification,
             "encoder-decoder": tf.AutoModelForSeq2SeqLM,
             "vision": tf.AutoModelForImageClassification}[kind]
+    if kind == "encoder-decoder" and config.get("model_type") == "whisper":
+        auto = tf.AutoModelForSpeechSeq2Seq   # WhisperForConditionalGeneration
     if kind == "decoder" and isinstance(config.get("vision_config"), dict):
         auto = tf.AutoModelForImageTextToText   # a VLM: its towers built, fed text tokens
     try:
@@ -132,6 +135,18 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
             from None
 
 
+def _whisper_features(config: dict, scn, b: int):
+    """Whisper's log-mel input: `num_mel_bins` x 2 max_source_positions frames (its two
+    convolutions, the second with stride 2, give max_source_positions encoder positions;
+    WhisperEncoder.forward refuses any other length), so seq_len must be those positions."""
+    positions = int(config.get("max_source_positions") or 1500)
+    if int(scn.seq_len or positions) != positions:
+        raise ScenarioError("seq_len", f"Whisper's encoder takes exactly {positions} positions "
+                                       f"(30 s of audio, {2 * positions} mel frames); "
+                                       f"seq_len {scn.seq_len} cannot be traced")
+    return torch.randn(b, int(config.get("num_mel_bins") or 80), 2 * positions)
+
+
 def _inputs_and_losses(kind: str, config: dict, scn, model, b: int, vocab: int,
                        labels: int) -> tuple:
     """(random inputs, the training loss, the forward) of a model kind: images and labels,
@@ -143,6 +158,11 @@ def _inputs_and_losses(kind: str, config: dict, scn, model, b: int, vocab: int,
                   torch.randint(0, classes, (b,)))
         loss = lambda net, x, y: net(pixel_values=x, labels=y).loss  # noqa: E731
         fwd = lambda net, x, y: net(pixel_values=x).logits  # noqa: E731
+    elif kind == "encoder-decoder" and config.get("model_type") == "whisper":
+        inputs = (_whisper_features(config, scn, b),
+                  torch.randint(0, vocab, (b, int(scn.target_len or 448))))
+        loss = lambda net, x, y: net(input_features=x, labels=y).loss  # noqa: E731
+        fwd = lambda net, x, y: net(input_features=x, decoder_input_ids=y).logits  # noqa: E731
     elif kind == "encoder-decoder":
         t = int(scn.target_len or scn.seq_len)
         inputs = (torch.randint(0, vocab, (b, int(scn.seq_len))),
