@@ -157,10 +157,10 @@ def test_one_visual_language(specs):
 def test_titles_carry_units(specs):
     for name in ("memory_curve", "gpu_comparison", "bandwidth", "waterfall", "phases",
                  "timeline"):
-        title = specs[name]["title"]["text"]
+        title = theme.title_text(specs[name])
         assert any(u in title for u in ("GiB", "GB/s")), (name, title)
-    assert "TFLOPS" in specs["roofline"]["title"]["text"]
-    assert "(samples)" in specs["gpu_comparison_batch"]["title"]["text"]
+    assert "TFLOPS" in theme.title_text(specs["roofline"])
+    assert "(samples)" in theme.title_text(specs["gpu_comparison_batch"])
 
 
 def test_palette_is_okabe_ito():

@@ -75,7 +75,7 @@ def test_waterfall_of_a_plan_reconciles_with_its_own_estimate():
 
 def test_waterfall_chart_spec():
     spec = charts.savings_waterfall_chart(ADVICE, estimate=TODAY).to_dict()
-    assert spec["title"]["text"] == "From today's peak to what fits (GiB per GPU)"
+    assert theme.title_text(spec) == "From today's peak to what fits (GiB per GPU)"
     assert spec["width"] == "container" and spec["height"] == 4 * 28
     rule, = layers(spec, "rule")
     assert rule["encoding"]["x"]["field"] == "usable_gib"
@@ -116,7 +116,7 @@ def test_phase_rows_stack_in_a_fixed_order():
 
 def test_phases_chart_spec():
     spec = charts.phases_chart(EST).to_dict()
-    assert spec["title"]["text"] == "Memory over one step, by phase (GiB per GPU)"
+    assert theme.title_text(spec) == "Memory over one step, by phase (GiB per GPU)"
     bars, = layers(spec, "bar")
     enc = bars["encoding"]
     assert enc["x"]["sort"] == ["Forward", "Backward", "Optimizer step"]
@@ -154,7 +154,7 @@ def test_timeline_rows_bands_peak_and_thinning():
 def test_timeline_chart_spec():
     events = [(i, "prefill" if i < 4 else "decode", (1 + i) * GiB) for i in range(8)]
     spec = charts.timeline_chart(events, usable_bytes=24 * GiB, gpu_name="RTX 4090").to_dict()
-    assert spec["title"]["text"] == "Traced memory over one step (GiB per GPU)"
+    assert theme.title_text(spec) == "Traced memory over one step (GiB per GPU)"
     line, = layers(spec, "line")
     assert line["mark"]["interpolate"] == "step-after"
     assert line["encoding"]["y"]["title"] == "Allocated (GiB per GPU)"

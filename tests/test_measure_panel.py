@@ -254,7 +254,8 @@ def test_trace_timeline_chart_marks_the_estimate_and_the_traced_peak():
     texts = [v.get("text") for v in values if v.get("text")]
     assert "estimate: 4.00 GiB" in texts and "Small GPU: 8.00 GiB usable" in texts
     assert "peak 3.00 GiB (Forward)" in texts
-    assert spec["title"]["text"] == "Traced memory over two steps (GiB per GPU)"
+    from vramplan.charts.theme import title_text
+    assert title_text(spec) == "Traced memory over two steps (GiB per GPU)"
     m = monitor_chart([{"t": 0, "used_bytes": GiB}, {"t": 1, "used_bytes": 2 * GiB},
                        {"t": 2, "used_bytes": None}], total_bytes=16 * GiB).to_dict()
     pts = m["layer"][0]["data"]["values"]

@@ -201,10 +201,11 @@ def test_chinese_html_charts():
 
 def test_every_chart_of_a_chinese_report_is_in_chinese():
     pytest.importorskip("altair")
+    from vramplan.charts.theme import title_text
     from vramplan.report.svg import specs
     est = {**EST, "fits": False, "per_gpu": {**EST["per_gpu"], "device_used_bytes": 30 * GiB},
            "phases": {"forward": {"weights": 10 * GiB, "activations": 4 * GiB}}}
-    titles = {k: s["title"]["text"] for k, s in specs(assemble(est, DEVICE, advice=ADVICE,
+    titles = {k: title_text(s) for k, s in specs(assemble(est, DEVICE, advice=ADVICE,
                                                                 lang="zh")) if "title" in s}
     assert set(titles) >= {"savings", "bandwidth", "phases"}
     # every title has Chinese characters in it

@@ -9,11 +9,17 @@ one is absent is it derived from the others (or the compute ceiling looked up in
 dense throughput). A missing figure leaves its mark out and the subtitle says so."""
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 from ..hardware.capabilities import compute_rate
 from ..i18n import gettext
 from . import theme
+
+NARROW_COLUMNS = 18     # a bar's label a line in a narrow chart (a phone)
+NARROW_LABEL_COLUMNS = 16   # a row's name a line there
+POINT_COLUMNS = 24     # the workload point's label a line in a narrow chart (a phone)
+
 
 def bandwidth_of(obj: Any) -> Mapping[str, Any]:
     """The `bandwidth` object of an estimate dict, or the object itself."""
@@ -79,6 +85,25 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:,.3g} ms" if s < 1 else f"{s:,.3g} s"
 
 
+def _bandwidth_axes(rows: list[dict], log: bool, lo: float, top: float, t) -> tuple:
+    """The bars' x (GB/s, room for each label at any width) and y (the rows' names, in
+    lines in a narrow chart)."""
+    import altair as alt
+    y = alt.Y("label:N", sort=[r["label"] for r in rows], title=None,
+              axis=alt.Axis(ticks=False, domain=False, labelLimit=220, labelExpr=(
+                  theme.narrow_labels([r["label"] for r in rows], NARROW_LABEL_COLUMNS))))
+    room = theme.room_for_labels([r["gbs"] for r in rows], [r["text"] for r in rows],
+                                 lo if log else 0, round(top, 1), log=log,
+                                 narrow_texts=[r["text_narrow"] for r in rows])
+    x = alt.X("gbs:Q", title=t("Memory bandwidth (GB/s, log scale)") if log else
+              t("Memory bandwidth (GB/s)"),
+              scale=alt.Scale(type="log" if log else "linear", domainMin=lo if log else 0,
+                              domainMax=room, nice=False),
+              axis=alt.Axis(grid=True, tickCount=6, format=",~g" if log else ",.0f",
+                            titleAnchor="end"))
+    return x, y
+
+
 def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
                     width: int | str = "container", height: int = 130, lang: str = "en"):
     """Horizontal bars in GB/s (decimal, as vendors quote): the bandwidth the step needs to run
@@ -111,13 +136,8 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
         notes.append(t(f"{bw['bound']}-bound"))
     if needed_gbs(bw) is None:
         notes.append(t("need unknown (no FLOP count for this workload)"))
-    y = alt.Y("label:N", sort=[r["label"] for r in rows], title=None,
-              axis=alt.Axis(ticks=False, domain=False, labelLimit=220))
-    x = alt.X("gbs:Q", title=t("Memory bandwidth (GB/s, log scale)") if log else
-              t("Memory bandwidth (GB/s)"),
-              scale=alt.Scale(type="log", domain=[lo, round(top, 1)], nice=False)
-              if log else alt.Scale(domain=[0, round(top, 1)], nice=False),
-              axis=alt.Axis(grid=True, tickCount=6, format=",~g" if log else ",.0f"))
+    rows = theme.narrow_rows(rows, "text", NARROW_COLUMNS)
+    x, y = _bandwidth_axes(rows, log, lo, top, t)
     base = alt.Chart(alt.Data(values=rows))
     colors = alt.Scale(domain=[r["key"] for r in rows] or ["achievable"],
                        range=[r["color"] for r in rows] or [theme.CHOSEN_COLOR])
@@ -125,7 +145,8 @@ def bandwidth_chart(bandwidth: Any, *, gpu_name: str | None = None,
         x=x, x2="base:Q", y=y, color=alt.Color("key:N", scale=colors, legend=None),
         tooltip=[alt.Tooltip("label:N", title=t("Bandwidth")),
                  alt.Tooltip("gbs:Q", title="GB/s", format=",.1f")])
-    text = base.mark_text(align="left", dx=4).encode(x="gbs:Q", y=y, text="text:N")
+    text = base.transform_calculate(shown=theme.narrow_field("text")).mark_text(
+        align="left", dx=4, lineBreak="\n").encode(x="gbs:Q", y=y, text="shown:N")
     return theme.finish(alt.layer(bars, text),
                         title_text=t("Bandwidth needed vs achievable on {gpu} (GB/s)").format(
                             gpu=gpu_name) if gpu_name else
@@ -206,16 +227,19 @@ def _ceiling_tags(r: dict, lo: float, t) -> list[dict]:
     return tags
 
 
-def _tag_layers(tags: list[dict], x, y) -> list:
+def _tag_layers(tags: list[dict], x, y, domain: tuple[float, float]) -> list:
     """The ceilings' names: the slope's under it (the line rises to the right), the flat
-    one's above."""
+    one's above; a name that would run past the plot's right edge moves left (a phone)."""
     import altair as alt
     layers: list = []
-    if tags:  # the slope's name under it (the line rises to the right), the flat one's above
-        tbase = alt.Chart(alt.Data(values=tags))
-        layers += [tbase.transform_filter(alt.datum.below == below).mark_text(
-            align="left", dy=dy, baseline=base, color=theme.MUTED).encode(x=x, y=y, text="text:N")
-            for below, dy, base in ((True, 8, "top"), (False, -6, "bottom"))]
+    lo, hi = domain
+    for tag in tags:
+        at = math.log(tag["intensity"] / lo) / math.log(hi / lo)     # 0..1 across the plot
+        over = f"width * {1 - at:.4g} - {theme.text_px(tag['text']) + 4:.0f}"
+        dy, base = (8, "top") if tag["below"] else (-6, "bottom")
+        layers.append(alt.Chart(alt.Data(values=[tag])).mark_text(
+            align="left", dy=dy, dx={"expr": f"min(0, {over})"}, baseline=base,
+            color=theme.MUTED).encode(x=x, y=y, text="text:N"))
     return layers
 
 
@@ -240,18 +264,25 @@ def _point_layers(r: dict, lo: float, hi: float, x, y, t) -> list:
     """The workload's point on the roof and its label."""
     import altair as alt
     layers: list = []
-    pbase = alt.Chart(alt.Data(values=r["point"]))
+    point = theme.narrow_rows(r["point"], "text", POINT_COLUMNS)
+    pbase = alt.Chart(alt.Data(values=point))
     tips = [alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
             alt.Tooltip("tflops:Q", title=t("Attainable TFLOPS"), format=",.3g"),
             alt.Tooltip("bound_label:N", title=t("Bound"))]
     layers.append(pbase.mark_point(size=140, filled=True, color=theme.CHOSEN_COLOR,
                                    stroke="white", strokeWidth=1.5).encode(
         x=x, y=y, tooltip=tips))
-    # below the point, on the side away from the slope unless the right edge is near
-    right = r["intensity"] > (lo * hi ** 3) ** 0.25
-    layers.append(pbase.mark_text(align="right" if right else "left", baseline="top",
-                                  dx=-8 if right else 8, dy=8, fontWeight="bold",
-                                  color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="text:N"))
+    # below the point, on the side away from the slope unless the right edge is near: the
+    # text's width (one line, or POINT_COLUMNS a line in a narrow chart) decides at any width
+    at = math.log(r["intensity"] / lo) / math.log(hi / lo)      # 0..1 across the plot
+    wide, narrow = (theme.text_px(p[k], theme.LABEL_SIZE) + 10 for p in point[:1]
+                    for k in ("text", "text_narrow"))
+    right = (f"width * {1 - at:.4g} < ({theme.IS_NARROW} ? {narrow:.0f} : {wide:.0f}) && "
+             f"width * {at:.4g} > ({theme.IS_NARROW} ? {narrow:.0f} : {wide:.0f})")
+    layers.append(pbase.transform_calculate(shown=theme.narrow_field("text")).mark_text(
+        align={"expr": f"{right} ? 'right' : 'left'"}, baseline="top",
+        dx={"expr": f"{right} ? -8 : 8"}, dy=8, fontWeight="bold", lineBreak="\n",
+        color=theme.CHOSEN_COLOR).encode(x=x, y=y, text="shown:N"))
     return layers
 
 
@@ -277,7 +308,8 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
     lo, hi = r["domain"]
     ys = [p["tflops"] for p in r["roof"] + r["point"]] or [1.0]
     y_dom = [min(ys) / 2, max(ys) * 3]
-    x = alt.X("intensity:Q", title=t("Arithmetic intensity (FLOPs per byte, log scale)"),
+    x = alt.X("intensity:Q", title=theme.axis_title(
+        t("Arithmetic intensity (FLOPs per byte, log scale)")),
               scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
               axis=alt.Axis(grid=True, format=",~g"))
     y = alt.Y("tflops:Q", title=t("Attainable throughput (TFLOPS, log scale)"),
@@ -289,7 +321,7 @@ def roofline_chart(bandwidth: Any, device: Any, *, precision: str | None = None,
         tooltip=[alt.Tooltip("ceiling_label:N", title=t("Ceiling")),
                  alt.Tooltip("intensity:Q", title="FLOP/B", format=",.3g"),
                  alt.Tooltip("tflops:Q", title="TFLOPS", format=",.3g")])]
-    layers += _tag_layers(_ceiling_tags(r, lo, t), x, y)
+    layers += _tag_layers(_ceiling_tags(r, lo, t), x, y, (lo, hi))
     notes = _roof_notes(r, precision, bw, t)
     if r["point"]:
         layers += _point_layers(r, lo, hi, x, y, t)

@@ -22,6 +22,9 @@ METRICS = {
                   "GPUs compared: shortest time per step (ms)"),
 }
 LOWER_FIRST = {"step_time"}      # metrics whose best is the smallest value
+LABEL_PX = 10.5                  # the bar labels' font size
+NARROW_NAME_PX = 130             # the GPU names' width in a narrow chart (a phone): the rest,
+                                 # ~170 px of 305, is the plot; a longer name ends in '…'
 
 
 def _text(r: Mapping[str, Any], metric: str, lang: str = "en") -> str:
@@ -118,12 +121,17 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
     order = [r["name"] for r in data]
     bold = [r["name"] for r in data if r["selected"]]
     y = alt.Y("name:N", sort=order, title=None,
-              axis=alt.Axis(labelLimit=240, ticks=False, domain=False,
+              axis=alt.Axis(labelLimit=theme.when_narrow(NARROW_NAME_PX, 240), ticks=False,
+                            domain=False,
                             labelFontWeight=alt.ExprRef(expr=(
                                 f"indexof({json.dumps(bold)}, datum.value) >= 0 "
                                 "? 'bold' : 'normal'"))))
-    x = alt.X("value:Q", title=axis_title, scale=alt.Scale(domain=domain, nice=False),
-              axis=alt.Axis(grid=True, tickCount=6))
+    # the labels right of the bars keep their room at any width (a phone's plot is ~170 px)
+    top_expr = theme.room_for_labels([r["label_x"] for r in data], [r["text"] for r in data],
+                                     domain[0], domain[1], size=LABEL_PX)
+    x = alt.X("value:Q", title=theme.axis_title(axis_title),
+              scale=alt.Scale(domainMin=domain[0], domainMax=top_expr, nice=False),
+              axis=alt.Axis(grid=True, tickCount=6, titleAnchor="end"))
     pick = alt.selection_point(name=SELECTION, fields=["id"], on="click", clear="dblclick")
     present = [s for s in ("fits", "does not fit") if any(r["status"] == s for r in data)]
     colors = {"fits": theme.FIT_COLOR, "does not fit": theme.NO_FIT_COLOR}
@@ -147,7 +155,7 @@ def gpu_comparison_chart(rows: Iterable[Mapping[str, Any]], *, metric: str = "he
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
         tooltip=tips).add_params(pick)
     # every label starts right of the bar or of zero (never over the GPU names)
-    labels = base.mark_text(align="left", dx=4, fontSize=10.5, color=theme.INK).encode(
+    labels = base.mark_text(align="left", dx=4, fontSize=LABEL_PX, color=theme.INK).encode(
         x=alt.X("label_x:Q"), y=y, text="text:N")
     layers = [bars, labels]
     if lo < 0:

@@ -134,7 +134,8 @@ def capacity_bandwidth_chart(devices: Iterable[Any], selected: str | None = None
     return (
         alt.layer(points, *marks)
         .properties(width=width, height=height,
-                    title=alt.Title(_t("Capacity vs bandwidth, every GPU in the database", lang),
+                    title=alt.Title(theme.fit_title(
+                        _t("Capacity vs bandwidth, every GPU in the database", lang)),
                                     subtitle=_t("ring: the chosen GPU; hover a point for "
                                                 "details", lang),
                                     anchor="start", fontSize=14, subtitleColor=theme.MUTED))

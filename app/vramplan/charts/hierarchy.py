@@ -128,7 +128,11 @@ def _axis_values(lo: float, hi: float) -> list[int]:
     return every5 if len(every5) >= 2 else [2**k for k in range(61) if lo <= 2**k <= hi]
 
 
-def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: int = 30,
+NARROW_LEVEL_PX = 100    # the level names' width in a narrow chart (a phone)
+NARROW_COLUMNS = 32      # a figures label's line there (two lines fill a row)
+
+
+def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: int = 40,
                     lang: str = "en"):
     """Horizontal bars of each storage level's capacity on a log (binary) axis, fastest level
     on top, labelled with capacity, bandwidth (GB/s, decimal) and per-unit detail; the links
@@ -146,14 +150,21 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
     for r in rows:
         r["label_bytes"] = r["bytes"] or lo
         r["start_bytes"] = lo
+    rows = theme.narrow_rows(rows, "text", NARROW_COLUMNS)
     order = [r["level"] for r in rows]
     kinds = [k for k in LEVEL_COLORS if any(r["kind"] == k and r["bytes"] for r in rows)] \
         or ["device"]
     y = alt.Y("level:N", sort=order, title=None,
-              axis=alt.Axis(ticks=False, domain=False, labelLimit=200))
-    x = alt.X("bytes:Q", title=t("Capacity (bytes, log scale; binary units)"),
-              scale=alt.Scale(type="log", base=2, domain=[lo, hi], nice=False),
-              axis=alt.Axis(values=_axis_values(lo, max(sizes) * 2), grid=True, labelExpr=(
+              axis=alt.Axis(ticks=False, domain=False,
+                            labelLimit=theme.when_narrow(NARROW_LEVEL_PX, 200)))
+    x = alt.X("bytes:Q", title=theme.axis_title(t("Capacity (bytes, log scale; binary units)")),
+              scale=alt.Scale(type="log", base=2, domainMin=lo, nice=False,
+                              domainMax=theme.room_for_labels(
+                                  [r["label_bytes"] for r in rows],
+                                  [r["text"] for r in rows], lo, hi, dx=5, log=True,
+                                  narrow_texts=[r["text_narrow"] for r in rows])),
+              axis=alt.Axis(values=_axis_values(lo, max(sizes) * 2), grid=True,
+                            titleAnchor="end", labelOverlap="greedy", labelExpr=(
                   "datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g')"
                   " + ' TiB' : datum.value >= 1073741824 ? format(datum.value / 1073741824,"
                   " '~g') + ' GiB' : datum.value >= 1048576 ? format(datum.value / 1048576,"
@@ -165,8 +176,9 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
     bars = base.transform_filter("isValid(datum.bytes) && datum.bytes > 0").mark_bar(
         height={"band": 0.65}, cornerRadiusEnd=2).encode(
         x=x, x2="start_bytes:Q", y=y, color=color, tooltip=tips)
-    labels = base.mark_text(align="left", dx=5, limit=520).encode(
-        x=alt.X("label_bytes:Q"), y=y, text="text:N", tooltip=tips)
+    labels = base.transform_calculate(shown=theme.narrow_field("text")).mark_text(
+        align="left", dx=5, limit=520, lineBreak="\n").encode(
+        x=alt.X("label_bytes:Q"), y=y, text="shown:N", tooltip=tips)
     name = d.get("name") or d.get("id") or "GPU"
     missing = not any(r["kind"] == "on-chip" for r in rows)
     sub = t("capacity as bars (on-chip orange, device memory blue); bandwidth (GB/s) where "

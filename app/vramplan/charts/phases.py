@@ -151,7 +151,7 @@ def timeline_chart(events: Iterable[Any], *, usable_bytes: int | None = None,
     lo, hi = min(xs), max(xs) if max(xs) > min(xs) else min(xs) + 1
     top = max([p["gib"] for p in pts] + ([theme.gib(usable_bytes)] if usable_bytes else [])
               + [0.001]) * 1.15
-    x = alt.X("event_index:Q", title="Traced event (allocation / free, in order)",
+    x = alt.X("event_index:Q", title=theme.axis_title("Traced event (allocation / free, in order)"),
               scale=alt.Scale(domain=[lo, hi], nice=False), axis=alt.Axis(format="~s"))
     y = alt.Y("gib:Q", title="Allocated (GiB per GPU)",
               scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())

@@ -163,10 +163,125 @@ def usable_of(d: Mapping[str, Any] | None) -> int | None:
 # leaves ~300 px to a chart), else in one row; containerSize() is 0 where nothing contains
 # the chart (the static SVG), which keeps the row
 NARROW = 480
-NARROW_COLUMNS = {"expr": f"containerSize()[0] > 0 && containerSize()[0] < {NARROW} ? 1 : 0"}
+IS_NARROW = f"containerSize()[0] > 0 && containerSize()[0] < {NARROW}"
+NARROW_COLUMNS = {"expr": f"{IS_NARROW} ? 1 : 0"}
 # a subtitle line holds at most this many columns (a CJK character counts two): ~300 px at
 # SUBTITLE_SIZE, so a phone shows it whole; a longer subtitle is broken into lines
 SUBTITLE_COLUMNS = 46
+# the same for a title (bold, TITLE_SIZE: ~7.5 px a column) in a narrow container, and for
+# an axis title (AXIS_TITLE_SIZE; centred on the plot, which the axis labels narrow)
+TITLE_COLUMNS = 36
+AXIS_TITLE_COLUMNS = 40
+# a text mark's width in px per column at size 1 (measured in Chromium at 10.5-11 px:
+# 'short 7.39 GiB · needs 2 GPUs' 144 px = 0.47, bold 'this step: 797 FLOP/B,
+# compute-bound' 202 px = 0.51; 0.56 leaves room for wider system fonts)
+EM_PER_COLUMN = 0.56
+
+
+def when_narrow(narrow: Any, wide: Any) -> dict:
+    """A Vega expression: `narrow` where the chart's container is narrow (a phone), else
+    `wide` (and `wide` where nothing contains the chart: the static SVG)."""
+    import json
+    return {"expr": f"{IS_NARROW} ? {json.dumps(narrow, ensure_ascii=False)} : "
+                    f"{json.dumps(wide, ensure_ascii=False)}"}
+
+
+def text_px(text: str, size: float = LABEL_SIZE) -> float:
+    """An upper estimate of `text`'s width in px at font `size` (its longest line)."""
+    return max((sum(_cols(c) for c in line) * EM_PER_COLUMN * size
+                for line in str(text).split("\n")), default=0.0)
+
+
+def fit_title(text: str) -> str | dict:
+    """A chart title that a narrow container shows whole: `text` as lines of TITLE_COLUMNS
+    there (Vega draws a title on one line and cut it at the edge), as it is elsewhere."""
+    lines = _wrap_line(str(text), TITLE_COLUMNS)
+    return text if len(lines) == 1 else when_narrow(lines, text)
+
+
+def title_text(title: Any) -> str:
+    """The text of a spec's title as a wide chart shows it: `title` is the spec, its
+    "title", its "text", or `fit_title`'s expression (whose last literal is the text)."""
+    import json
+    if isinstance(title, Mapping) and "title" in title and "expr" not in title:
+        title = title["title"]
+    if isinstance(title, Mapping) and "text" in title:
+        title = title["text"]
+    if isinstance(title, Mapping) and "expr" in title:
+        return json.loads(re.search(r' : ("(?:[^"\\]|\\.)*")$', title["expr"]).group(1))
+    return " ".join(title) if isinstance(title, list) else str(title)
+
+
+def axis_title(text: str, columns: int = AXIS_TITLE_COLUMNS) -> str | list[str]:
+    """An axis title as lines of at most `columns` (a long one ran past a narrow chart)."""
+    lines = _wrap_line(str(text), columns)
+    return lines[0] if len(lines) == 1 else lines
+
+
+def wrap_text(text: str, columns: int) -> str:
+    """`text` broken into lines of at most `columns` after ' · ', a comma or a semicolon
+    (clauses packed while they fit), then at spaces or between CJK characters; joined by a
+    newline (the text marks' `lineBreak`)."""
+    out: list[str] = []
+    line = ""
+    for clause in re.findall(r".+?(?: · |[,;:]\s+|[，；：]|$)", str(text)):
+        if line and sum(_cols(c) for c in (line + clause).rstrip(" ·")) > columns:
+            out += _wrap_line(line.rstrip(" ·"), columns)
+            line = ""
+        line += clause
+    out += _wrap_line(line.rstrip(" ·"), columns) if line.strip() else []
+    return "\n".join(out)
+
+
+def narrow_labels(labels: Iterable[str], columns: int) -> str:
+    """An axis' `labelExpr`: in a narrow container each of `labels` longer than `columns`
+    as lines (Vega draws an array label as lines), elsewhere as it is."""
+    import json
+    parts = []
+    for text in labels:
+        lines = _wrap_line(str(text), columns)
+        if len(lines) > 1:
+            parts.append(f"datum.value === {json.dumps(text, ensure_ascii=False)} ? "
+                         f"{json.dumps(lines, ensure_ascii=False)}")
+    if not parts:
+        return "datum.label"
+    return f"{IS_NARROW} ? ({' : '.join(parts + ['datum.label'])}) : datum.label"
+
+
+def narrow_rows(rows: list[dict], field: str, columns: int) -> list[dict]:
+    """`rows` with `<field>_narrow`: the text as lines of `columns` (`wrap_text`), which
+    `narrow_field` shows in a narrow container."""
+    return [{**r, f"{field}_narrow": wrap_text(r[field], columns)} for r in rows]
+
+
+def narrow_field(field: str) -> str:
+    """A calculate expression: `<field>_narrow` in a narrow container, else `field` (a text
+    mark shows it with lineBreak '\\n')."""
+    return f"{IS_NARROW} ? datum['{field}_narrow'] : datum['{field}']"
+
+
+def room_for_labels(starts: Iterable[float], texts: Iterable[str], d0: float, d1: float,
+                    size: float = LABEL_SIZE, dx: float = 4, log: bool = False,
+                    narrow_texts: Iterable[str] | None = None) -> dict:
+    """A scale's upper domain (`domainMax`) that leaves each text, drawn from its start value
+    (`starts`), room inside the plot whatever its width (the `width` signal): at least `d1`;
+    for a label L px long starting at v on a linear scale from d0, d1 >= d0 + (v - d0) * W /
+    (W - L) (on a log scale the same in logs). A label too long for the plot gets at most 5x
+    the room of the plot (the bars shrink rather than the text leaving the chart).
+    `narrow_texts`: the texts a narrow container shows instead (`narrow_rows`)."""
+    starts = list(starts)
+    if narrow_texts is not None:
+        wide = room_for_labels(starts, texts, d0, d1, size, dx, log)["expr"]
+        narrow = room_for_labels(starts, narrow_texts, d0, d1, size, dx, log)["expr"]
+        return {"expr": f"{IS_NARROW} ? {narrow} : {wide}"}
+    terms = []
+    for v, text in zip(starts, texts):
+        room = f"max(width - {text_px(text, size) + dx + 6:.1f}, 0.2 * width)"
+        if log:
+            terms.append(f"{d0:.6g} * pow({v / d0:.6g}, width / {room})")
+        else:
+            terms.append(f"{d0:.6g} + {v - d0:.6g} * width / {room}")
+    return {"expr": f"max({d1:.6g}, {', '.join(terms)})" if terms else f"{d1:.6g}"}
 
 
 def wrap_subtitle(subtitle: str | list[str] | None,
@@ -203,7 +318,7 @@ def title(text: str, subtitle: str | list[str] | None = None):
     import altair as alt
 
     kw = {"subtitle": wrap_subtitle(subtitle)} if subtitle else {}
-    return alt.Title(text, anchor="start", fontSize=TITLE_SIZE, subtitleFontSize=SUBTITLE_SIZE,
+    return alt.Title(fit_title(text), anchor="start", fontSize=TITLE_SIZE, subtitleFontSize=SUBTITLE_SIZE,
                      subtitleColor=MUTED, color=INK, offset=8, **kw)
 
 

@@ -85,7 +85,8 @@ def trace_timeline_chart(events: Iterable[Any], *, estimate_peak_bytes: int | No
     lines = _reference_lines(estimate_peak_bytes, usable_bytes, gpu_name, lang, t)
     top = max([p["gib"] for p in pts] + [x["gib"] for x in lines] + [0.001]) * 1.15
     xscale = alt.Scale(domain=[lo, hi], nice=False)
-    x = alt.X("event_index:Q", title=t("Traced event (allocation / free, in order)"),
+    x = alt.X("event_index:Q",
+              title=theme.axis_title(t("Traced event (allocation / free, in order)")),
               scale=xscale, axis=alt.Axis(format="~s"))
     y = alt.Y("gib:Q", title=t("Allocated (GiB per GPU)"),
               scale=alt.Scale(domain=[0, round(top, 3)], nice=False), axis=theme.gib_axis())

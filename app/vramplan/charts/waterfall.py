@@ -15,6 +15,8 @@ KIND_COLORS = {
 }
 
 
+NARROW_STEP_PX = 120      # the step names' width in a narrow chart (a phone)
+NARROW_LIMIT_COLUMNS = 26  # the usable-memory line's text a line there
 LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
 NO_COST = "no extra compute or traffic"      # a change whose every cost figure is nil
 ADVISOR_COST_KEYS = ("compute_share", "bubble_share", "time_share", "accuracy_risk", "changes_job", "score")
@@ -214,6 +216,28 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     return out
 
 
+def _limit_layers(usable: int, name: str, top_gib: float, lang: str) -> list:
+    """The GPU's usable memory: a dashed line and its text above the plot; in a phone's
+    narrow chart the text in lines, ending at the line where it would run past the plot's
+    right edge (`top_gib`: the axis' end)."""
+    import altair as alt
+    line = theme.narrow_rows([{"usable_gib": theme.gib(usable),
+                               "text": _t("{gpu}: {size} GiB usable", lang).format(
+                                   gpu=name, size=f"{usable / theme.GiB:,.1f}")}],
+                             "text", NARROW_LIMIT_COLUMNS)
+    lbase = alt.Chart(alt.Data(values=line))
+    at = theme.gib(usable) / top_gib
+    long = (f"width * {1 - at:.4g} < ({theme.IS_NARROW} ? "
+            f"{theme.text_px(line[0]['text_narrow']) + 4:.0f} : "
+            f"{theme.text_px(line[0]['text']) + 4:.0f})")
+    return [lbase.mark_rule(color=theme.LIMIT_COLOR, strokeWidth=2, strokeDash=[5, 3]).encode(
+                x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title=_t("Limit", lang))]),
+            lbase.transform_calculate(shown=theme.narrow_field("text")).mark_text(
+                align={"expr": f"{long} ? 'right' : 'left'"}, dx={"expr": f"{long} ? -4 : 4"},
+                y=-4, baseline="bottom", lineBreak="\n", color=theme.LIMIT_COLOR).encode(
+                x="usable_gib:Q", text="shown:N")]
+
+
 def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
                             usable_bytes: int | None = None, gpu_name: str | None = None,
                             estimate: Any = None, plan: Any = None, until_fits: bool = True,
@@ -233,10 +257,11 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     order = [r["step"] for r in rows]
     kinds = [k for k in KIND_COLORS if any(r["kind"] == k for r in rows)] or ["today"]
     y = alt.Y("step:N", sort=order, title=None,  # long step names end in "…" (tooltip: all)
-              axis=alt.Axis(labelLimit=220, ticks=False, domain=False))
+              axis=alt.Axis(labelLimit=theme.when_narrow(NARROW_STEP_PX, 220), ticks=False,
+                            domain=False))
     x = alt.X("start_gib:Q", title=_t("Device memory at the peak (GiB per GPU)", lang),
               scale=alt.Scale(domain=[0, round(ext * 1.55, 3)], nice=False),
-              axis=theme.gib_axis())
+              axis=theme.gib_axis(titleAnchor="end"))
     tooltip = [alt.Tooltip("step:N", title=_t("Change", lang)),
                alt.Tooltip("text:N", title=_t("Effect", lang)),
                alt.Tooltip("cost:N", title=_t("Cost", lang))]
@@ -250,18 +275,8 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     # its limit, so it ends in "…" inside the plot instead of being clipped at its edge
     labels = base.mark_text(align="left", dx=5, limit={"expr": "max(40, width * 0.35 - 10)"}
                             ).encode(x="label_gib:Q", y=y, text="label:N", tooltip=tooltip)
-    layers = []  # the limit line first: bars and labels are drawn over it
-    if usable:
-        line = [{"usable_gib": theme.gib(usable),
-                 "text": _t("{gpu}: {size} GiB usable", lang).format(
-                     gpu=name, size=f"{usable / theme.GiB:,.1f}")}]
-        lbase = alt.Chart(alt.Data(values=line))
-        layers.append(lbase.mark_rule(color=theme.LIMIT_COLOR, strokeWidth=2,
-                                      strokeDash=[5, 3]).encode(
-            x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title=_t("Limit", lang))]))
-        layers.append(lbase.mark_text(align="left", dx=4, y=-4, baseline="bottom",
-                                      color=theme.LIMIT_COLOR).encode(
-            x="usable_gib:Q", text="text:N"))
+    # the limit line first: bars and labels are drawn over it
+    layers = _limit_layers(usable, name, round(ext * 1.55, 3), lang) if usable else []
     layers += [bars, labels]
     n = sum(r["kind"] in ("saving", "increase") for r in rows)
     sub = (_t("{n} change(s); savings as the advisor estimates each one", lang).format(n=n)
