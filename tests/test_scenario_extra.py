@@ -34,6 +34,8 @@ BAD = {
                     {"method": "mtp", "heads": 2}],
     "offload_layers": [-1, "2", 1.5],
     "offload_experts": [-1, True],
+    "images": [-1, 65, "2", 1.5],
+    "image_size": [448, [448], [448, 448, 3], [0, 448], "448 by 448", [448, "x"]],
 }
 
 

@@ -120,7 +120,8 @@ def test_workload_defaults_by_task():
     assert [t["format"] for t in r["render_targets"]] == ["rgba8", "d32f"]
     assert EXTRA_DEFAULTS("volume")["copies"] == 3 and EXTRA_DEFAULTS("array")["copies"] == 1
     assert EXTRA_DEFAULTS("volume")["dtype"] == "float32"
-    assert EXTRA_DEFAULTS("train") == {}
+    # train reads the image keys of a VLM only (no default: no images)
+    assert EXTRA_DEFAULTS("train") == {"images": None, "image_size": None}
     a, b = EXTRA_DEFAULTS("render"), EXTRA_DEFAULTS("render")
     a["render_targets"].clear()
     assert b["render_targets"]                       # a fresh copy each time

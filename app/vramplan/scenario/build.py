@@ -21,6 +21,7 @@ from .keys import (BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, d
                    sub_names)
 from .parallel_keys import check_layout
 from .parts import LoraConfig, ParallelConfig, ServingConfig
+from .multimodal_keys import check_images
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_precision, default_task, max_positions, model_given,
                     position_limit, positions_error, precisions_for, supported_tasks,
@@ -325,6 +326,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
             if v is not None:
                 extra[k.name] = v
     f["extra"] = extra
+    check_images(spec, extra)   # images / image_size against the model (multimodal_keys.py)
     return f
 
 

@@ -21,6 +21,7 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from . import extra as X
 from . import inference_keys as IK
+from .multimodal_keys import MULTIMODAL_KEYS
 from .parallel_keys import PARALLEL_KEYS
 from .rules import (OFFLOAD, OPTIONS, SERVE_MAX_MODEL_LEN, SERVE_MAX_NUM_SEQS,
                     read_safety_margin, vllm_batched_tokens)
@@ -243,7 +244,7 @@ EXTRA = (
        "reads the experts a step routes to over the host link", ("generate",),
        families=("decoder",), where="MoE decoders, task generate", lo=0, hi=BIG,
        unit="layers", default_doc="0"),
-)
+) + MULTIMODAL_KEYS   # images, image_size (scenario/multimodal_keys.py)
 
 KEYS: tuple[Key, ...] = CONTRACT + NESTED + EXTRA
 BY_NAME: dict[str, Key] = {k.name: k for k in KEYS}

@@ -21,6 +21,7 @@ from . import (encdec, engine, formats, layer_types, mixer_activations, offload_
                speculative, traffic)
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
+from . import vision_inputs
 from .lora import LORA_GROUPS, lora_modules
 from ...catalog import stacks
 from .stack_hooks import StackHooks
@@ -51,15 +52,10 @@ def footprint(scenario, spec, device) -> Footprint:
                                options=scenario.options, compute=task != "load")
     if "params" in ctx.off and task not in ("train", "lora", "qlora"):
         ctx.check_inference_offload()
-    if task in ("train", "lora", "qlora"):
-        return ctx.train()
-    if task == "generate":
-        return ctx.generate()
-    if task == "serve":
-        return ctx.serve()
-    if task == "forward":
-        return ctx.forward()
-    return ctx.load()
+    plan = vision_inputs.apply(ctx, spec)   # a VLM's images per sample (vision_inputs.py)
+    run = {"train": ctx.train, "lora": ctx.train, "qlora": ctx.train, "generate": ctx.generate,
+           "serve": ctx.serve, "forward": ctx.forward}.get(task, ctx.load)
+    return vision_inputs.finish(run(), ctx, plan)
 
 
 class _Ctx(Training, StackHooks):
