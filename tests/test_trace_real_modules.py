@@ -426,3 +426,30 @@ def test_whisper_takes_its_1500_positions_only():
          "precision": "bf16", "gpu": "nvidia-h100-sxm5-80gb", "architecture": cfg}
     with pytest.raises(ScenarioError, match="exactly 1500 positions"):
         trace.trace_real(s, {"hf": cfg}, timeline=False)
+
+
+SIGLIP_TOWER = {"model_type": "siglip_vision_model", "hidden_size": 1152,
+                "intermediate_size": 4304, "num_hidden_layers": 2, "num_attention_heads": 16,
+                "image_size": 384, "patch_size": 14, "hidden_act": "gelu_pytorch_tanh"}
+
+
+def test_vlm_vision_tower_on_its_own():
+    """A VLM's SigLIP tower (SigLIP 2 so400m / Gemma 3's, cut to 2 layers) built with AutoModel
+    (SiglipVisionModel, no weight init: its lecun_normal_ reads values a fake tensor lacks) and
+    run forward on pixel values: fp32 weights are 4 B per parameter up to the 512-B rounding
+    of its tensors (counted by hand: patch conv 3 x 14 x 14 x 1152 + 1152, 729 positions x
+    1152, per layer 2 LayerNorms, q / k / v / o 4 x (1152^2 + 1152), fc1 / fc2 2 x 1152 x 4304
+    + 4304 + 1152, the post LayerNorm and the MAP head: probe, in / out projections, its
+    LayerNorm and MLP); a tower has no loss, so train is refused by name."""
+    _need("transformers")
+    s = {"model": "google/siglip2-so400m-patch14-384", "task": "forward", "batch_size": 2,
+         "resolution": [384, 384], "precision": "fp32", "gpu": "nvidia-h100-sxm5-80gb"}
+    real = trace.trace_real(s, {"hf": SIGLIP_TOWER}, timeline=False)
+    assert "SiglipVisionModel" in real.notes[0]
+    h, f = 1152, 4304
+    layer = 2 * 2 * h + 4 * (h * h + h) + 2 * h * f + f + h
+    head = h + 3 * h * h + 3 * h + h * h + h + 2 * h + 2 * h * f + f + h
+    params = 3 * 14 * 14 * h + h + 729 * h + 2 * layer + 2 * h + head
+    assert 4 * params <= real.components["weights"] <= 4 * params + 512 * 60
+    with pytest.raises(ScenarioError, match="no loss of its own"):
+        trace.trace_real(dict(s, task="train", optimizer="adamw"), {"hf": SIGLIP_TOWER})

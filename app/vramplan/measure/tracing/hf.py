@@ -42,6 +42,9 @@ VISION_TYPES = ("vit", "deit", "beit", "swin", "swinv2", "convnext", "convnextv2
                 "regnet", "efficientnet", "mobilenet_v2", "dinov2", "levit", "poolformer",
                 "vit_hybrid", "dit", "data2vec-vision")
 """model_type values built with AutoModelForImageClassification"""
+VISION_TOWERS = ("siglip_vision_model", "clip_vision_model")
+"""a VLM's vision tower on its own (AutoModel: SiglipVisionModel, CLIPVisionModel), run
+forward on pixel_values: its last hidden state is what the VLM's projector reads"""
 
 
 def transformers():
@@ -85,6 +88,8 @@ def kind_of(config: dict) -> str:
     mt = _check(config)
     if mt in VISION_TYPES:
         return "vision"
+    if mt in VISION_TOWERS:
+        return "tower"
     if isinstance(config.get("vision_config"), dict):   # a VLM (catalog/nested.py): its
         return "decoder"                                 # text decoder takes the tokens
     from ...catalog.hf_config import arch_from_config
@@ -114,11 +119,15 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
         c._experts_implementation = "grouped_mm"
     auto = {"decoder": tf.AutoModelForCausalLM, "encoder": tf.AutoModelForSequenceClassification,
             "encoder-decoder": tf.AutoModelForSeq2SeqLM,
-            "vision": tf.AutoModelForImageClassification}[kind]
+            "vision": tf.AutoModelForImageClassification, "tower": tf.AutoModel}[kind]
     if kind == "encoder-decoder" and config.get("model_type") == "whisper":
         auto = tf.AutoModelForSpeechSeq2Seq   # WhisperForConditionalGeneration
     if kind == "decoder" and isinstance(config.get("vision_config"), dict):
         auto = tf.AutoModelForImageTextToText   # a VLM: its towers built, fed text tokens
+    if kind == "tower":   # SiglipPreTrainedModel._init_weights' lecun_normal_ reads a value
+        from transformers.initialization import no_init_weights   # (data-dependent under
+        with no_init_weights():                                  # fake tensors): no init
+            return auto.from_config(c, dtype=torch.get_default_dtype())
     try:
         try:
             return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
@@ -158,6 +167,11 @@ def _inputs_and_losses(kind: str, config: dict, scn, model, b: int, vocab: int,
                   torch.randint(0, classes, (b,)))
         loss = lambda net, x, y: net(pixel_values=x, labels=y).loss  # noqa: E731
         fwd = lambda net, x, y: net(pixel_values=x).logits  # noqa: E731
+    elif kind == "tower":
+        h, w = _size(scn, config)
+        inputs = (torch.randn(b, int(config.get("num_channels", 3)), h, w),)
+        loss = None
+        fwd = lambda net, x: net(pixel_values=x).last_hidden_state  # noqa: E731
     elif kind == "encoder-decoder" and config.get("model_type") == "whisper":
         inputs = (_whisper_features(config, scn, b),
                   torch.randint(0, vocab, (b, int(scn.target_len or 448))))
@@ -190,6 +204,9 @@ def hf_job(config: dict, scn):
             task == "generate" and kind != "decoder"):
         raise ScenarioError("task", f"a Hugging Face model is traced for train, lora or "
                                     f"forward (generate: decoders); not '{task}'")
+    if kind == "tower" and task != "forward":
+        raise ScenarioError("task", f"a vision tower on its own ({config['model_type']}) has "
+                                    f"no loss of its own: traced for forward, not '{task}'")
     if scn.checkpointing == "selective":
         raise ScenarioError("checkpointing", "transformers models offer none or full "
                                              "(gradient_checkpointing_enable); not selective")
