@@ -167,11 +167,14 @@ def growth(adv: Mapping[str, Any], scenario: Mapping[str, Any], lang: str) -> li
 def sources(est: Mapping[str, Any], device: Mapping[str, Any], adv: Mapping[str, Any] | None,
             model_source: str | None, lang: str) -> list[str]:
     """Where the numbers come from: the GPU's datasheets, the model's config, the costs of
-    the advice (each once, in that order). URLs stay text: the report links nowhere."""
+    the advice (each once, in that order). URLs stay text: the report links nowhere. A
+    datasheet's title is in `lang` (locale/zh/sources.toml); its publisher, doc and URL
+    are identifiers and stay as they are."""
     out = []
     name = device.get("name") or device.get("id")
     for s in device.get("sources") or []:
-        bits = [s.get("title") or s.get("id"), s.get("publisher"), s.get("doc"), s.get("url")]
+        title = translate_message(s["title"], lang) if s.get("title") else s.get("id")
+        bits = [title, s.get("publisher"), s.get("doc"), s.get("url")]
         out.append(tr("{gpu}: ", lang, gpu=name) + ", ".join(str(b) for b in bits if b))
     if model_source:
         model = (est.get("scenario") or {}).get("model") or ""

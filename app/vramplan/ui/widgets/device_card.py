@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from typing import Any, Mapping
 
 import ipywidgets as W
@@ -144,14 +145,26 @@ def device_card_html(d: Mapping[str, Any], sources: Mapping[str, Any] | None = N
             f"{_sources_html(d, sources)}</div>")
 
 
+def _names_marked(text: str) -> str:
+    """`text` escaped; in a translated (Chinese) title, each run of Latin text (product
+    names, repositories, figures: 'NVIDIA H100 Tensor Core GPU') marked lang='en'."""
+    if not re.search(r"[\u2e80-\uffff]", text):
+        return _e(text)
+    return re.sub(r"[^\u2e80-\uffff]*[A-Za-z][^\u2e80-\uffff]*",
+                  lambda m: f"<span lang='en'>{m.group(0)}</span>", _e(text))
+
+
 def _source_item(s: Mapping[str, Any] | Any) -> str:
     s = s if isinstance(s, Mapping) else (s.to_dict() if hasattr(s, "to_dict") else {"title": s})
-    title = _e(s.get("title") or s.get("id"))
+    # the title in the page's language (locale/zh/sources.toml); publisher and doc are
+    # identifiers and stay as they are
+    title = _names_marked(_(s["title"])) if s.get("title") else \
+        f"<code>{_e(s.get('id'))}</code>"
     url = s.get("url")
     body = (f"<a href='{_e(url)}' target='_blank' rel='noopener noreferrer'>{title}</a>" if url
             else title)
     extra = " — ".join(_e(x) for x in (s.get("publisher"), s.get("doc")) if x)
-    return body + (f" <span class='vp-hint'>{extra}</span>" if extra else "")
+    return body + (f" <span class='vp-hint' lang='en'>{extra}</span>" if extra else "")
 
 
 def _sources_html(d: Mapping[str, Any], index: Mapping[str, Any] | None) -> str:
@@ -165,9 +178,9 @@ def _sources_html(d: Mapping[str, Any], index: Mapping[str, Any] | None) -> str:
         per_field.append(f"<li><code>{_e(fname)}</code>: {'; '.join(refs)}</li>")
     if not items and not per_field:
         return f"<div class='vp-sources'>{_('Sources: none recorded')}</div>"
-    out = f"<div class='vp-sources'><b>{_('Sources')}</b><ol lang='en'>{''.join(items)}</ol>"
+    out = f"<div class='vp-sources'><b>{_('Sources')}</b><ol>{''.join(items)}</ol>"
     if per_field:
-        out += f"<b>{_('Per-field sources')}</b><ul lang='en'>{''.join(per_field)}</ul>"
+        out += f"<b>{_('Per-field sources')}</b><ul>{''.join(per_field)}</ul>"
     return out + "</div>"
 
 
