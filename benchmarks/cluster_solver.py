@@ -53,8 +53,9 @@ def anchors() -> list[Anchor]:
                "TP8 PP16 CP1 DP128, batch 16 per DP; FSDP without resharding after forward "
                "taken as ZeRO-2; checkpointing not stated: full assumed (the estimate's "
                "none / selective do not fit, see below); 126 layers over 16 stages (the paper "
-               "gives the first and last stage one layer fewer); interleaved schedule not "
-               "modelled (1F1B bubble)", published_tflops=400.0),
+               "gives the first and last stage one layer fewer); the paper's interleaved "
+               "schedule does not state its chunks per stage: priced as plain 1F1B (the "
+               "solver's front searches 2 and 4 chunks)", published_tflops=400.0),
         Anchor("Llama 3 405B, 128k context", Job("meta-llama/Llama-3.1-405B", 131072, 128, h80,
                                                  max_gpus=16384),
                Layout(8, 8, 16, 16, 1, 2, "full", 1, 16),

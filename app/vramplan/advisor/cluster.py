@@ -193,11 +193,14 @@ class Solver:
         """Layouts that differ only in the data degree hold the same activations and buffers
         per rank, and a larger micro-batch or less recomputation holds more: the device used
         less model states of such a layout already estimated, plus this layout's states,
-        predicts it from below; more than 3% over the limit is not estimated."""
+        predicts it from below; more than 3% over the limit is not estimated. Interleaving
+        holds at least 1F1B's in-flight blocks on every stage (parallel.interleaved_inflight:
+        p - r + ... >= min(p - r, m) where m % p == 0), so v 1's figure bounds v's too."""
         (t, p, c, e, z, m, ck, inflight, v) = self._key(lay)
         order = ("none", "selective", "full")
-        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight, v)) for m2 in MICRO if m2 <= m
-                 for ck2 in order[order.index(ck):]]      # less memory than this layout
+        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight, v2)) for m2 in MICRO
+                 if m2 <= m for ck2 in order[order.index(ck):]   # less memory than this layout
+                 for v2 in {1, v}]
         rest = max((r for r in rests if r is not None), default=None)
         return rest is not None and rest + self.states_bound(lay) > 1.03 * self.limit
 
