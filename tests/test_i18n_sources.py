@@ -36,6 +36,38 @@ def test_every_source_title_of_the_database_has_a_chinese_entry():
             assert token in zh, (t, zh, token)
 
 
+def cost_sources() -> list[str]:
+    """Every `source` of advisor/data/costs.toml (what a recommendation or plan cites)."""
+    import tomllib
+    from importlib import resources
+    table = tomllib.loads((resources.files("vramplan") / "advisor" / "data" /
+                           "costs.toml").read_text(encoding="utf-8"))
+    out, stack = [], [table]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            out += [v for k, v in node.items() if k == "source"]
+            stack += [v for k, v in node.items() if k != "source"]
+        elif isinstance(node, list):
+            stack += node
+    return out
+
+
+def test_every_advice_source_has_a_chinese_entry():
+    """Fails when a cost is added to advisor/data/costs.toml without its zh source."""
+    sources = cost_sources()
+    assert len(sources) >= 40
+    missing = [s for s in sources if not i18n.has(s, "zh")]
+    assert not missing, f"add these to locale/zh/advice_sources.toml: {missing}"
+    for s in sources:
+        zh = i18n.gettext(s, "zh")
+        assert CJK.search(zh), s
+        for token in re.findall(r"\d[\d.,:/x-]*\d|\d", s):     # figures and ids kept
+            assert token in zh, (s, zh, token)
+        # as the report lists it: '<change id>: <source>', the id kept
+        assert i18n.translate_message(f"compile: {s}", "zh") == f"compile: {zh}"
+
+
 def test_a_chinese_report_lists_the_gpus_source_with_its_chinese_title():
     db = default_db()
     dev = db.get("nvidia-rtx-4090").to_dict()
@@ -58,6 +90,10 @@ def test_report_lang_zh_prints_the_chinese_source_titles():
     sources = out.stdout.split("## 来源", 1)[1].split("\n## ", 1)[0]
     assert ADA_ZH in sources and ADA not in sources, sources
     assert "https://images.nvidia.com/" in sources                 # the URL kept
+    # every line in Chinese; the advice's ('compile: Ansel et al. 2024, PyTorch 2 ...') too
+    lines = [x for x in sources.splitlines() if x.startswith("- ")]
+    assert len(lines) >= 4 and all(CJK.search(x) for x in lines), lines
+    assert any(x.startswith("- compile: Ansel et al. 2024, PyTorch 2") for x in lines), lines
 
 
 def test_the_chinese_device_card_shows_the_chinese_titles():

@@ -179,10 +179,12 @@ def sources(est: Mapping[str, Any], device: Mapping[str, Any], adv: Mapping[str,
     if model_source:
         model = (est.get("scenario") or {}).get("model") or ""
         out.append(tr("model {model}: ", lang, model=model) + model_source)
+    # each advice source is '<change>: <source>': the source in `lang`
+    # (locale/zh/advice_sources.toml), the change id as it is
     for r in (adv or {}).get("recommendations") or []:
-        out += [str(s) for s in r.get("source") or []]
+        out += [translate_message(str(s), lang) for s in r.get("source") or []]
     for p in (adv or {}).get("plans") or []:
-        out += [str(s) for s in p.get("source") or []]
+        out += [translate_message(str(s), lang) for s in p.get("source") or []]
     out.append(tr("the estimate: vramplan's own model of each component (see the "
                   "assumptions above)", lang))
     return list(dict.fromkeys(out))
