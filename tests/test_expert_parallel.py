@@ -74,6 +74,16 @@ def test_zero_shards_experts_over_the_expert_data_group():
         assert z3e[k] == pytest.approx(z3[k], abs=64), k
 
 
+def test_lora_frozen_base_experts_over_ep():
+    """LoRA: the frozen base's experts per rank / EP (bf16-mixed base: 4-byte weights, as the
+    estimate keeps it); under ZeRO-3 the base is sharded over the expert-data group, the same
+    per rank as without EP (before: the EP share was divided by data again)."""
+    z0, z0e = states(moe(task="lora")), states(moe(task="lora", expert=4))
+    assert z0["weights"] - z0e["weights"] == pytest.approx(4 * MIXTRAL_EXPERTS * 3 / 4, abs=8)
+    z3, z3e = states(moe(task="lora", zero=3)), states(moe(task="lora", expert=4, zero=3))
+    assert z3e["weights"] == pytest.approx(z3["weights"], abs=64)
+
+
 def test_all_to_all_bytes_by_hand():
     """4 all-to-alls per MoE layer (dispatch and combine, forward and backward; GShard s.2),
     each T x k x h x 2 bytes, (e - 1) / e of it leaving the rank: Mixtral, 4096 tokens,

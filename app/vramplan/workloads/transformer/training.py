@@ -14,7 +14,7 @@ from ...hardware.capabilities import compute_dtype
 from ...vec import isin, to_int, truth, vmax, where
 from ...vec import peak as peak_of
 from ..base import Footprint
-from . import lowp_training, sharding, traffic
+from . import formats, lowp_training, sharding, traffic
 from .activations import upcasts_softmax
 from .family import lora_head
 from .lora import lora_modules
@@ -128,6 +128,13 @@ class Training(StageActivations):
         EP ranks hold (ep_extra_g); unsharded, a rank holds its 1/ep of the experts."""
         return n + self.ep_extra_g if divisor > 1 and not lora else n
 
+    def _ep_base_extra(self, fmt: str, div: dict) -> int:
+        """A frozen base sharded by ZeRO-3 with EP: the experts the other EP ranks hold come
+        back into the shared-out bytes (as _zero_count), in the base's format."""
+        if div["weights"] <= 1 or not self.ep_extra_g:
+            return 0
+        return int(self.ep_extra_g * formats.expert_bytes_per_param(self.arch, fmt))
+
     def _trainable(self, lora: bool, div: dict, pb: int) -> SimpleNamespace:
         """What trains: the whole stage, or (LoRA / QLoRA) adapters on a frozen base in its
         storage format. weights per rank, trained parameter count n_train, their bytes tb, the
@@ -149,7 +156,8 @@ class Training(StageActivations):
                           "convention); frozen linears keep no input for backward unless "
                           "adapted")
         return SimpleNamespace(keep=keep, n_train=n_train, tb=tb, fmt=fmt,
-                               weights=par.shard(base, div["weights"]) + n_train * tb,
+                               weights=par.shard(base + self._ep_base_extra(fmt, div),
+                                                 div["weights"]) + n_train * tb,
                                largest=max(i * o for i, o in mats) if mats else 0)
 
     def _train_phases(self, ms, ac) -> dict:
