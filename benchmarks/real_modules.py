@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/real_modules.py [--only ID,ID] [--out FILE]
 
 For every entry of `benchmarks/configs/real_modules.json` (>= 40 models: decoder, MoE, MLA,
-encoder, encoder-decoder, CNN, ViT, segmentation, U-Net, DiT, VAE; each config with its
+hybrid, their generate runs, encoder, encoder-decoder (T5, Whisper), CNN, ViT, a VLM's vision
+tower, segmentation, U-Net, DiT, VAE; each config with its
 source) it computes `vramplan.estimate.estimate(scenario)` and traces the module people run
 (transformers / torchvision / timm / diffusers, built from the config with no weights, under
 fake tensors with the CUDA kernels emulated: `vramplan.measure.trace.trace_real`), and writes a
@@ -36,7 +37,7 @@ from vramplan.measure import trace  # noqa: E402
 
 GPU = "nvidia-h100-sxm5-80gb"
 FAMILIES = ("decoder", "moe", "mla", "hybrid", "decoder-generate", "moe-generate",
-            "hybrid-generate", "encoder", "encoder-decoder", "cnn", "vit", "detection",
+            "hybrid-generate", "encoder", "encoder-decoder", "cnn", "vit", "vision-tower", "detection",
             "segmentation", "unet", "dit", "vae")
 BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
@@ -98,7 +99,7 @@ def gib(n: int) -> str:
     return f"{n / 2**30:.3f}"
 
 
-def markdown(rows, seconds: float) -> str:
+def markdown(rows, seconds: float, label: str = "2026-12-02b") -> str:
     import torch
     from vramplan.measure.tracing.thirdparty import ensure_torchvision
     ensure_torchvision()
@@ -108,7 +109,7 @@ def markdown(rows, seconds: float) -> str:
             versions.append(f"{name} {__import__(name).__version__}")
         except Exception as exc:   # noqa: BLE001
             versions.append(f"{name} unavailable ({type(exc).__name__})")
-    out = ["# Analytic estimate vs the trace of the real module (2026-12-02)", "",
+    out = [f"# Analytic estimate vs the trace of the real module ({label})", "",
            f"`benchmarks/real_modules.py`, {len(rows)} models, {seconds:.0f} s of tracing in all "
            f"on 2 CPU cores shared with other work; torch {torch.__version__}, {', '.join(versions)}. GPU for the estimate: "
            f"{GPU}. Peak allocated bytes (GiB); error = estimate / trace - 1. The trace runs "
@@ -148,7 +149,7 @@ def summary(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated ids")
-    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02.md"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02b.md"))
     ap.add_argument("--reuse", metavar="JSON", help="rows of an earlier run (its .json): "
                     "models traced there are not traced again")
     args = ap.parse_args(argv)
@@ -163,7 +164,8 @@ def main(argv=None) -> int:
     new = {r["id"]: r for r in run([e for e in entries if e["id"] not in old])}
     rows = [old.get(e["id"]) or new[e["id"]] for e in entries]
     print(f"{time.perf_counter() - t0:.0f} s for {len(new)} traced here")
-    text = markdown(rows, sum(r["seconds"] for r in rows))
+    text = markdown(rows, sum(r["seconds"] for r in rows),
+                    Path(args.out).stem.removeprefix("real-modules-"))
     Path(args.out).write_text(text)
     (Path(args.out).with_suffix(".json")).write_text(json.dumps(rows, indent=1) + "\n")
     print(summary(rows))
