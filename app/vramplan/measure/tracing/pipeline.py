@@ -92,8 +92,32 @@ class Stage(nn.Module):
         return x
 
 
+class Chunks(nn.Module):
+    """Pipeline rank i's v model chunks in the interleaved schedule: chunk c is global stage
+    c pp + i of pp v (Megatron-Core's virtual pipeline layout: rank i holds stages i, i + pp,
+    ..., each layers / (pp v) blocks), so stage 0's first chunk has the embedding and the last
+    rank's last chunk the head and loss."""
+
+    def __init__(self, lm: "T.CausalLM", i: int, pp: int, v: int):
+        super().__init__()
+        self.chunks = nn.ModuleList(Stage(lm, c * pp + i, pp * v) for c in range(v))
+        self.first, self.last = self.chunks[0].first, self.chunks[-1].last
+        self.hidden = self.chunks[0].hidden
+
+    def forward(self, ids, x=None, chunk=0):
+        return self.chunks[chunk](ids, x)
+
+
 def stage_loss(stage: Stage):
-    """loss_fn(net, ids, x) of a stage: the LM loss on the last stage, the hidden states else."""
+    """loss_fn(net, ids, x) of a stage: the LM loss on the last stage, the hidden states else
+    (a Chunks rank: the loss on its last chunk of the last rank)."""
+    if isinstance(stage, Chunks):
+        last = len(stage.chunks) - 1
+
+        def chunk_loss(net, ids, x=None, chunk=0):
+            out = net(ids, x, chunk)
+            return T.causal_lm_loss(out, ids) if stage.last and chunk == last else out
+        return chunk_loss
     if stage.last:
         return lambda net, ids, x=None: T.causal_lm_loss(net(ids, x), ids)
     return lambda net, ids, x=None: net(ids, x)
@@ -140,3 +164,57 @@ def one_f_one_b(step_mod, ids, counter, amp_ctx, stage: Stage, pp: int, stage_i:
         bwd()
     while pending:
         bwd()
+
+
+def interleaved_1f1b(step_mod, ids, counter, amp_ctx, model: Chunks, pp: int, stage_i: int,
+                     micro_batches: int, hidden_shape, dtype, loss_ctx=None):
+    """Rank `stage_i`'s part of one interleaved 1F1B step (Megatron-Core pipeline_parallel/
+    schedules.py forward_backward_pipelining_with_interleaving, microbatch group = pp):
+    m v chunk passes; 2 (pp - i - 1) + (v - 1) pp warm-up forwards (get_pp_rank_microbatches),
+    then one forward and one backward, then the remaining backwards; virtual micro-batch k
+    runs chunk (k mod pp v) // pp forward, v - 1 minus that backward (get_model_chunk_id).
+    Neighbours emulated as in one_f_one_b."""
+    import contextlib
+    lctx = loss_ctx or contextlib.nullcontext
+    v = len(model.chunks)
+    total = max(1, micro_batches) * v
+    warm = min(2 * (pp - stage_i - 1) + (v - 1) * pp, total)
+    pending = [deque() for _ in range(v)]
+
+    def chunk_of(k: int, forward: bool) -> int:
+        c = (k % (pp * v)) // pp
+        return c if forward else v - 1 - c
+
+    def fwd(k):
+        counter.phase = "forward"
+        c = chunk_of(k, True)
+        head, tail = model.first and c == 0, model.last and c == v - 1
+        x = None if head else torch.empty(hidden_shape, dtype=dtype, device=ids.device,
+                                          requires_grad=True)
+        with amp_ctx(), lctx():
+            out = step_mod(ids, x, c)
+        if not tail:
+            out.data = torch.empty((1,), dtype=out.dtype, device=out.device)
+        pending[c].append((x, out))
+
+    def bwd(k):
+        counter.phase = "backward"
+        c = chunk_of(k, False)
+        x, out = pending[c].popleft()
+        if model.last and c == v - 1:
+            with lctx():
+                out.backward()
+        else:
+            g = torch.empty(hidden_shape, dtype=out.dtype, device=ids.device)
+            torch.autograd.Variable._execution_engine.run_backward(
+                (out,), (g,), False, False, (), True, True)
+            del g
+        del x, out
+
+    for k in range(warm):
+        fwd(k)
+    for k in range(total - warm):
+        fwd(warm + k)
+        bwd(k)
+    for k in range(total - warm, total):
+        bwd(k)

@@ -40,7 +40,11 @@ def _plan_notes(lay, stage: int, micro_batches: int, sp: bool, lp: bool, fsdp: b
     """What the trace emulated: the pipeline schedule, tensor parallel plan, FSDP."""
     tp, pp = lay.tensor, lay.pipeline
     notes = []
-    if pp > 1:
+    v = getattr(lay, "virtual_stages", 1)
+    if pp > 1 and v > 1:
+        notes.append(f"pipeline stage {stage} of {pp}: interleaved 1F1B, {v} chunks, "
+                     f"{micro_batches} micro-batches, neighbours emulated")
+    elif pp > 1:
         notes.append(f"pipeline stage {stage} of {pp}: 1F1B with {micro_batches} micro-batches "
                      f"({min(pp - stage, micro_batches)} in flight), neighbours emulated "
                      "(received activations and gradients as fresh tensors, the sent output's "
@@ -64,6 +68,11 @@ def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda
     opts = set(options or ())
     sp = tp > 1 and "sequence-parallel" in opts
     lp = tp > 1 and "loss-parallel" in opts
+    v = getattr(lay, "virtual_stages", 1)
+    if v > 1 and (tp > 1 or fsdp):
+        from ...errors import ScenarioError
+        raise ScenarioError("parallel.virtual_stages", "the tracer runs the interleaved "
+                            "schedule without tensor parallelism or FSDP only")
     group = _fake_group(lay, tp, fsdp)
     with group as mesh:
         def plan_build():
@@ -76,7 +85,8 @@ def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda
             if tp > 1:
                 TP.check(model.model.a, tp, sp)
             if pp > 1:
-                model = P.Stage(model, stage, pp)
+                model = (P.Chunks(model, stage, pp, v) if v > 1
+                         else P.Stage(model, stage, pp))
                 job.loss_fn = P.stage_loss(model)
             if tp > 1:
                 TP.parallelize(model, mesh["tp"], sp, lp, style)
@@ -92,7 +102,8 @@ def run_plan(build, lay, options=(), micro_batches=1, mode="fake", kernels="cuda
                 shape = (b, s // (tp if sp else 1), model.hidden)
                 dtype = next(model.parameters()).dtype
                 m = micro_batches
-                job.schedule = lambda step_mod, inputs, counter, amp: P.one_f_one_b(
+                sched = P.interleaved_1f1b if v > 1 else P.one_f_one_b
+                job.schedule = lambda step_mod, inputs, counter, amp: sched(
                     step_mod, inputs[0], counter, amp, model, pp, stage, m, shape,
                     dtype, (lambda: TP.loss_context(lp)))
             elif lp:
