@@ -85,3 +85,11 @@ def test_gemma3_training_meets_the_trace(precision):
     est = estimate(s, with_max_batch=False)
     real = trace.trace_real(s, {"hf": s["architecture"]}, timeline=False)
     assert abs(est.peak_allocated_bytes / real.peak_allocated_bytes - 1) < 0.03
+
+
+def test_gpt_oss_norm_keeps_fp32_normed():
+    """GptOssRMSNorm.forward: `(self.weight * hidden_states).to(input_dtype)` on the fp32
+    normed tensor, like Gemma's: x.float() and the fp32 normed tensor, 8 B per element in pure
+    bf16 (saved-tensor hooks on a bf16 input read 8.02 B, Qwen3RMSNorm 6.02: the rstd)."""
+    k = _kernels(2, False)
+    assert A._norm_saved(get_model("openai/gpt-oss-20b").arch, k, None, 2, 2) == 8

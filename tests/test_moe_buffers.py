@@ -130,3 +130,17 @@ def test_llama4_training_meets_the_trace():
     est = estimate(s, with_max_batch=False)
     real = trace.trace_real(s, {"hf": cfg}, timeline=False)
     assert abs(est.peak_allocated_bytes / real.peak_allocated_bytes - 1) < 0.05
+
+
+def test_gpt_oss_training_keeps_its_clamped_swiglu():
+    """gpt-oss-20b in training (bf16): GptOssExperts._apply_gate keeps gate_up's output (2I,
+    through the clamps' strided views), the clamped gate, sigmoid's output, up + 1 and the GLU
+    product (4 x I) and the down projection's input (I): 7I per routed copy where the default
+    gated MLP keeps 4I, so 3 x 2880 x 2 B more for each of the 4 copies per token, over h 2880:
+    24 B per token per hidden unit. Compiled, or another model: nothing."""
+    arch = get_model("openai/gpt-oss-20b").arch
+    assert 4 * 3 * 2880 * 2 / 2880 == 24.0
+    assert moe_buffers.clamped_swiglu_saved(arch, 2, False) == 24.0
+    assert moe_buffers.clamped_swiglu_saved(arch, 2, True) == 0.0
+    assert moe_buffers.clamped_swiglu_saved(get_model("Qwen/Qwen3-30B-A3B").arch, 2,
+                                            False) == 0.0

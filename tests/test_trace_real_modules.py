@@ -331,9 +331,10 @@ def test_gpt_oss_attention_runs_flash_with_sinks():
     """gpt-oss has no SDPA path in transformers 5.23 (attention sinks): it is built eager, and
     the CUDA emulation swaps its eager attention for the flash kernel with sinks its model card
     names (tracing/linear_mixers.FlashSinks: q, k, v, out, fp32 lse kept, no s x s scores),
-    once per layer and step. The estimate at `flash` stays below the trace by the MoE block's
-    tensors docs/accuracy.md lists as open (2026-12-02: -17% here, -16% in the benchmark):
-    bounded at 25% so a regression shows."""
+    once per layer and step. The estimate at `flash` stays below the trace by what
+    docs/accuracy.md lists as open (2026-12-02b: -14.9% here, -11.5% in the benchmark, with
+    its clamped SwiGLU and fp32-normed RMSNorms counted; -17% / -16.2% before): bounded at 25%
+    so a regression shows."""
     _need("transformers")
     from vramplan.estimate import estimate
     cfg = _frontier("openai/gpt-oss-20b", 2, num_local_experts=8)

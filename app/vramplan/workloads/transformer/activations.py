@@ -131,7 +131,10 @@ def score_bytes_inference(arch, p: int, mixed: bool) -> float:
 # `output = self._norm(x.float()); output = output * (1.0 + self.weight.float()); return
 # output.type_as(x)`) multiplies the fp32 normed tensor by the fp32 weight and casts after: its
 # mul keeps the normed tensor in fp32 under any precision (Llama-style norms cast it first).
-_FP32_NORMED = {"gemma", "gemma2", "gemma3_text", "gemma3"}
+# GptOssRMSNorm.forward does the same (`(self.weight * hidden_states).to(input_dtype)` on the
+# fp32 normed tensor): 8 B per element, counted with saved-tensor hooks on a bf16 input (Qwen3's
+# Llama-style norm: 6).
+_FP32_NORMED = {"gemma", "gemma2", "gemma3_text", "gemma3", "gpt_oss"}
 
 
 def _norm_saved(arch, k: Kernels, lora_inputs, r: int, p: int) -> float:
@@ -230,6 +233,7 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
         c += moe_buffers.dense_routing_saved(arch, p, k.compile, keep["down"])   # Llama 4
+        c += moe_buffers.clamped_swiglu_saved(arch, p, k.compile)   # gpt-oss's gate
     c += 1 if hid_drop else 0                  # dropout mask after MLP
     return c, score_bytes_saved(arch, k)
 

@@ -96,6 +96,21 @@ def dense_routing_saved(arch, p: int, compile_: bool, keep_down: bool) -> float:
     return (arch.num_experts - max(1, arch.experts_per_token)) * per_expert * share
 
 
+def clamped_swiglu_saved(arch, p: int, compile_: bool) -> float:
+    """Training: what gpt-oss's gate keeps beyond the default gated MLP's act(gate), up and
+    product (activations.layer_coeffs), bytes per token per hidden unit. GptOssExperts.
+    _apply_gate: `gate.clamp(max=limit)` and `up.clamp(...)` save their inputs, strided views of
+    gate_up's output (its whole 2I storage, which silu would keep too); `gate * sigmoid(gate *
+    alpha)` keeps the clamped gate and sigmoid's output; `(up + 1) * glu` keeps up + 1 and glu;
+    the down projection keeps the product: 2I + 4I + I = 7I per routed copy against the
+    default's 2I + I + I = 4I, so 3I more for each of the k routed copies. 0 when compiled
+    (inductor fuses the chain) and for every other model."""
+    if arch.model_type not in CLAMPED_SWIGLU or not arch.is_moe or compile_:
+        return 0.0
+    share = arch.moe_layers / max(1, arch.layers)
+    return max(1, arch.experts_per_token) * 3 * p * arch.moe_ffn / arch.hidden * share
+
+
 def prefill_coeff(arch, p: int) -> float:
     """One MoE block's widest no_grad moment in bytes per token per hidden unit, with the
     block's input and residual (+ 2p, as activations.inference_coeff); 0 for a dense model."""
