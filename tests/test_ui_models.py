@@ -47,7 +47,8 @@ def built(new_app):
 def test_the_form_makes_widgets_only_for_the_fields_it_shows(built):
     app, _made = built
     shown = [f.key for f in app.state.fields if f.key not in SKIP]
-    assert app.scenario.task == "lora" and len(shown) == 22   # + stack, safety_margin
+    assert app.scenario.task == "lora" and len(shown) == 23   # + stack, safety_margin,
+    # parallel.virtual_stages (parallel.expert: MoE models only)
     assert list(app.workload.widgets) == shown          # nothing for another family's keys
     for key in ("resolution", "steps", "serving.max_num_seqs", "arrays", "new_tokens"):
         assert key not in app.workload.widgets
@@ -65,7 +66,7 @@ def test_a_field_is_three_models_and_a_check_box_one(built):
     for w in fields.values():
         ids |= _tree(w, set())
     shared = 5                               # layout; HTML, text, dropdown and check box styles
-    assert len(ids) == 3 * len(fields) + boxes + shared == 84
+    assert len(ids) == 3 * len(fields) + boxes + shared == 87
     batch = fields["batch_size"]
     assert batch.message is None and batch.children == (batch.label, batch.input)
     app.workload.set("batch_size", "0")
