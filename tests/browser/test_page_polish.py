@@ -8,7 +8,7 @@
 - the notes card of the Chinese page holds no English note (each note is translated);
 - `make lab` opens JupyterLab without its "official Jupyter news?" toast.
 
-Screenshots: test-artifacts/polish-*.png.
+Screenshots: test-artifacts/polish-*.png (each chart view at 390 px: polish-390-<lang>-<n>.png).
 """
 from __future__ import annotations
 
@@ -36,13 +36,18 @@ pytestmark = [
 
 SERVER_LOG = "voila-polish.log"   # the server fixture (conftest.py): its log in test-artifacts/
 
-# every <text> (of a kind: `which`) of every chart shown inside its own svg (1 px of slack):
-# a clipped subtitle, legend entry or label lies partly outside
+# every <text> (of a kind: `which`) of every chart shown inside its own svg, and every svg
+# inside its chart's container (1 px of slack): a clipped subtitle, legend entry or label lies
+# partly outside
 CLIPPED = """(which) => {
   const bad = [];
   for (const svg of document.querySelectorAll('.vp-app .vp-chart svg')) {
     const s = svg.getBoundingClientRect();
     if (s.width < 50 || svg.closest('.vp-chart').offsetParent === null) continue;
+    const c = svg.closest('.vp-chart').getBoundingClientRect();
+    if (s.left < c.left - 1 || s.right > c.right + 1)
+      bad.push(`a chart at ${Math.round(s.left)}-${Math.round(s.right)} outside its ` +
+               `container ${Math.round(c.left)}-${Math.round(c.right)}`);
     for (const t of svg.querySelectorAll(which)) {
       const b = t.getBoundingClientRect();
       if (!t.textContent.trim() || b.width === 0) continue;
@@ -122,15 +127,40 @@ def test_at_390_px_the_verdict_comes_first_and_no_chart_text_is_clipped(server, 
         # every view, every text: titles, subtitles, legends, axis titles and the marks' labels
         # (the builders give a narrow container lines, one legend column and label room:
         # charts/theme.py when_narrow, room_for_labels; tests/test_charts_narrow.py)
-        views = [b.strip() for b in page.locator(".vp-views button").all_inner_texts()]
-        assert len(views) >= 4, views
-        for i, label in enumerate(views):
-            page.locator(".vp-views button", has_text=label).first.click()
-            page.wait_for_timeout(2500)
-            bad[label] = page.evaluate(CLIPPED, "text")
-            page.locator(".vp-explore-chart").first.screenshot(
-                path=str(ARTIFACTS / f"polish-390-view-{i}.png"))
+        bad.update(every_view_clipped(page, "en"))
         (ARTIFACTS / "polish-390-clipped.json").write_text(json.dumps(bad, indent=1))
+        assert not any(bad.values()), {k: v for k, v in bad.items() if v}
+    finally:
+        ctx.close()
+
+
+def every_view_clipped(page, lang: str) -> dict[str, list[str]]:
+    """Each view of the charts panel shown in turn: its texts outside its chart (and a
+    screenshot of it, test-artifacts/polish-390-<lang>-<n>.png)."""
+    bad = {}
+    views = [b.strip() for b in page.locator(".vp-views button").all_inner_texts()]
+    assert len(views) >= 4, views
+    for i, label in enumerate(views):
+        page.locator(".vp-views button", has_text=label).first.click()
+        page.wait_for_timeout(2500)
+        bad[label] = page.evaluate(CLIPPED, "text")
+        page.locator(".vp-explore-chart").first.screenshot(
+            path=str(ARTIFACTS / f"polish-390-{lang}-{i}.png"))
+    return bad
+
+
+def test_at_390_px_no_text_of_any_chinese_chart_is_clipped(server, browser):
+    """The Chinese page's titles and labels break between characters and run wider per
+    character (a CJK character counts two columns in the theme's wrapping)."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844})
+    page = ctx.new_page()
+    try:
+        open_plan(page, server, PLAN + "&lang=zh")
+        page.locator(".vp-explore-chart .vega-embed svg").first.wait_for(timeout=T_START)
+        page.wait_for_timeout(1500)
+        bad = {"first": page.evaluate(CLIPPED, "text"), **every_view_clipped(page, "zh")}
+        (ARTIFACTS / "polish-390-zh-clipped.json").write_text(
+            json.dumps(bad, indent=1, ensure_ascii=False))
         assert not any(bad.values()), {k: v for k, v in bad.items() if v}
     finally:
         ctx.close()

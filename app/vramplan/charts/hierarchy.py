@@ -163,8 +163,10 @@ def hierarchy_chart(device: Any, *, width: int | str = "container", row_height: 
                                   [r["label_bytes"] for r in rows],
                                   [r["text"] for r in rows], lo, hi, dx=5, log=True,
                                   narrow_texts=[r["text_narrow"] for r in rows])),
-              axis=alt.Axis(values=_axis_values(lo, max(sizes) * 2), grid=True,
-                            titleAnchor="end", labelOverlap="greedy", labelExpr=(
+              # a phone's plot leaves the sizes ~30 px: no ticks there (each bar's label
+              # gives its size)
+              axis=alt.Axis(values=theme.when_narrow([], _axis_values(lo, max(sizes) * 2)),
+                            grid=True, titleAnchor="end", labelExpr=(
                   "datum.value >= 1099511627776 ? format(datum.value / 1099511627776, '~g')"
                   " + ' TiB' : datum.value >= 1073741824 ? format(datum.value / 1073741824,"
                   " '~g') + ' GiB' : datum.value >= 1048576 ? format(datum.value / 1048576,"

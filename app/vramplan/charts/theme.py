@@ -311,7 +311,22 @@ def _wrap_line(line: str, columns: int) -> list[str]:
         width += sum(_cols(c) for c in token)
     if cur.strip():
         lines.append(cur.rstrip())
-    return lines or [line]
+    return _kinsoku(lines) or [line]
+
+
+OPENING, CLOSING = "（「『《【", "）」』》】，。、；：！？"
+
+
+def _kinsoku(lines: list[str]) -> list[str]:
+    """No line of CJK text ends with an opening bracket or starts with a closing one or a
+    comma / full stop (the bracket moves to the next line, the closing mark to the end of
+    the line before: it may hang one character past the width)."""
+    for i in range(len(lines) - 1):
+        while lines[i] and lines[i][-1] in OPENING:
+            lines[i], lines[i + 1] = lines[i][:-1].rstrip(), lines[i][-1] + lines[i + 1]
+        while lines[i + 1] and lines[i + 1][0] in CLOSING:
+            lines[i], lines[i + 1] = lines[i] + lines[i + 1][0], lines[i + 1][1:].lstrip()
+    return [ln for ln in lines if ln]
 
 
 def title(text: str, subtitle: str | list[str] | None = None):

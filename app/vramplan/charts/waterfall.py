@@ -17,6 +17,7 @@ KIND_COLORS = {
 
 NARROW_STEP_PX = 120      # the step names' width in a narrow chart (a phone)
 NARROW_LIMIT_COLUMNS = 26  # the usable-memory line's text a line there
+LIMIT_LINE_PX = 13         # its line height
 LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
 NO_COST = "no extra compute or traffic"      # a change whose every cost figure is nil
 ADVISOR_COST_KEYS = ("compute_share", "bubble_share", "time_share", "accuracy_risk", "changes_job", "score")
@@ -227,6 +228,8 @@ def _limit_layers(usable: int, name: str, top_gib: float, lang: str) -> list:
                              "text", NARROW_LIMIT_COLUMNS)
     lbase = alt.Chart(alt.Data(values=line))
     at = theme.gib(usable) / top_gib
+    # Vega puts a text's first line at y and the others below it: lift the lines above the plot
+    up = line[0]["text_narrow"].count("\n") * LIMIT_LINE_PX
     long = (f"width * {1 - at:.4g} < ({theme.IS_NARROW} ? "
             f"{theme.text_px(line[0]['text_narrow']) + 4:.0f} : "
             f"{theme.text_px(line[0]['text']) + 4:.0f})")
@@ -234,7 +237,8 @@ def _limit_layers(usable: int, name: str, top_gib: float, lang: str) -> list:
                 x="usable_gib:Q", tooltip=[alt.Tooltip("text:N", title=_t("Limit", lang))]),
             lbase.transform_calculate(shown=theme.narrow_field("text")).mark_text(
                 align={"expr": f"{long} ? 'right' : 'left'"}, dx={"expr": f"{long} ? -4 : 4"},
-                y=-4, baseline="bottom", lineBreak="\n", color=theme.LIMIT_COLOR).encode(
+                y={"expr": f"{theme.IS_NARROW} ? {-4 - up} : -4"}, baseline="bottom",
+                lineBreak="\n", lineHeight=LIMIT_LINE_PX, color=theme.LIMIT_COLOR).encode(
                 x="usable_gib:Q", text="shown:N")]
 
 
