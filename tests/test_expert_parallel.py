@@ -157,3 +157,14 @@ def test_cluster_solver_sets_the_key():
     assert sc.parallel.expert == 4
     assert opt.device_used_bytes == estimate(sc, with_max_batch=False).device_used_bytes
     assert not any("estimate has no expert key" in n for n in opt.notes)
+
+
+def test_gpus_needed_view_keeps_ep_layouts():
+    """The page's GPUs-needed view left EP layouts out (their estimate had no expert key);
+    now each is its scenario with parallel.expert: Mixtral, 256 x 4096 tokens, up to 32 H100s,
+    the 32-GPU point of the front is EP 2."""
+    from vramplan.advisor.cluster import Job
+    from vramplan.ui.widgets.cluster_view import solve_for
+    front = solve_for(Job(MIXTRAL, 4096, 256, H100, max_gpus=32))
+    ep = [o for o in front if o.layout.expert > 1]
+    assert ep and all(o.estimate.scenario.parallel.expert == o.layout.expert for o in ep)

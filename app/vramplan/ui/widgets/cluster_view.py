@@ -43,7 +43,7 @@ def job_for(sc, dev, limit: int):
 def solve_for(job):
     from ...advisor.cluster import solve
     _, front = solve(job)
-    return [o for o in front if o.layout.expert == 1 and o.estimate is not None]
+    return [o for o in front if o.estimate is not None]   # EP layouts set parallel.expert
 
 
 class ClusterView(W.VBox):
