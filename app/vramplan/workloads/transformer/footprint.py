@@ -17,8 +17,8 @@ from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ...scenario.rules import max_positions, vllm_batched_tokens
 from ..base import Footprint
-from . import (encdec, engine, formats, layer_types, mixer_activations, offload_inference,
-               speculative, traffic)
+from . import (encdec, engine, formats, layer_types, mixer_activations, moe_buffers,
+               offload_inference, speculative, traffic)
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
                           upcasts_softmax)
 from . import vision_inputs
@@ -209,7 +209,9 @@ class _Ctx(Training, StackHooks):
         a = self.arch
         w = self.resident_weight_bytes()
         T = self.tokens()
-        layer = inference_coeff(a, self.p) * T * a.hidden / self.L.tensor \
+        # an MoE block's routed token copies where wider (moe_buffers, as in generate's prefill)
+        coeff = max(inference_coeff(a, self.p), moe_buffers.prefill_coeff(a, self.p))
+        layer = coeff * T * a.hidden / self.L.tensor \
             + self.stack_int8_call_bytes(T)   # LLM.int8 copies (stack_hooks)
         scores = 0
         if (self.sc.attention or "sdpa") == "eager":
