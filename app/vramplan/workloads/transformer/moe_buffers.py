@@ -1,5 +1,5 @@
 """The buffers transformers 5.23's MoE experts hold at their widest in a no_grad forward (a
-generate prefill): the routed token copies, not the weights; and in training what Llama 4's
+generate prefill, a forward task): the routed token copies, not the weights; and in training what Llama 4's
 dense routing keeps for backward beyond the k routed experts activations.layer_coeffs counts
 (`dense_routing_saved`).
 
@@ -31,7 +31,8 @@ extra):
 
 Every buffer is proportional to the tokens, so `prefill_coeff` gives the widest of those moments
 in activations.inference_coeff's unit (bytes per token per hidden unit, with its + 2p for the
-block's input and residual; the generate prefill adds 2 p T h more, footprint.generate): the
+block's input and residual; the generate prefill and the forward task add 2 p T h more,
+footprint.generate / forward): the
 tracer meets it on Qwen3-30B-A3B, gpt-oss-20b and Llama 4 Scout (tests/test_moe_buffers.py,
 benchmarks/results/real-modules-2026-12-02b.md). Tensor parallelism divides the coefficient as
 it divides the dense block's (footprint.generate).
