@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import ScenarioError
 from ..estimate import estimate
+from ..parallel import bubble_share
 from . import comm
 from . import costs as C
 from . import stack_snippets
@@ -249,10 +250,12 @@ def cost_of(ctx: Ctx, lever: Lever, sc2, est2) -> C.Cost:
                                                 old["communication_time_s"]),
                        transfers=new["transfers"])
         if sc2.parallel.pipeline > ctx.sc.parallel.pipeline:
-            bubble = (sc2.parallel.pipeline - 1) / max(1, sc2.gradient_accumulation)
+            bubble = bubble_share(sc2.parallel.pipeline, sc2.gradient_accumulation,
+                                  sc2.parallel.virtual_stages)
             cost = replace(cost, bubble_share=cost.bubble_share + bubble,
-                           notes=cost.notes + ("1F1B bubble (p - 1) / m; more micro-batches "
-                                               "(gradient accumulation) shrink it",))
+                           notes=cost.notes + ("pipeline bubble (p - 1) / (v m); more "
+                                               "micro-batches (gradient accumulation) or "
+                                               "virtual stages shrink it",))
     if lever.cost == "offload" or lever.id == "model-cpu-offload":
         nb = host_bytes(ctx, lever, sc2, est2)
         lk = comm.host_link(ctx.dev)

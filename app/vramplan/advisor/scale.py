@@ -47,11 +47,12 @@ def cost(opt: Option, added: tuple = ()) -> C.Cost:
                    communication_time_s=opt.comm_s, link=link,
                    transfers=tuple(t.to_dict() for t in opt.transfers),
                    sources=base.sources + ("cluster solver: advisor/cluster.py (compute at "
-                                           "costs.toml [step] efficiency, 1F1B bubble as "
-                                           "extra compute, exposed communication)",),
+                                           "costs.toml [step] efficiency, the pipeline "
+                                           "bubble as idle step time, exposed "
+                                           "communication)",),
                    notes=(f"keeps the global batch: {opt.layout.data} x {opt.layout.micro} x "
                           f"{opt.layout.accumulation} sequences per step",
-                          "bubble_share: the 1F1B pipeline bubble (p - 1) / m, idle step "
+                          "bubble_share: the pipeline bubble (p - 1) / (v m), idle step "
                           "time") +
                    ((f"with {', '.join(added)}",) if added else ()))
 
