@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from vramplan import hardware, scenario
-from vramplan.cli import build_parser, main
+from cli_helpers import clean_hwdb, run  # noqa: F401 (clean_hwdb: the fixture pytestmark uses)
+from vramplan import scenario
+from vramplan.cli import build_parser
 
 GPT2 = {"model": "gpt2", "task": "forward", "precision": "fp32", "gpu": "nvidia-l4"}
 GPT2_WEIGHTS = 4 * 124_439_808          # GPT-2 small: 124,439,808 parameters, fp32
@@ -16,18 +17,7 @@ HWDB_DEVICE = ('[[source]]\nid = "s"\ntitle = "t"\ndoc = "d"\n\n[[device]]\nid =
 DEEP = "[" * 3000 + "]" * 3000
 
 
-@pytest.fixture(autouse=True)
-def _clean_db(monkeypatch):
-    monkeypatch.delenv(hardware.ENV_VAR, raising=False)
-    hardware.set_extra_path(None)
-    yield
-    hardware.set_extra_path(None)
-
-
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+pytestmark = pytest.mark.usefixtures("clean_hwdb")
 
 
 def one_error_line(err: str) -> str:

@@ -10,22 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from cli_helpers import clean_hwdb, run  # noqa: F401 (clean_hwdb: the fixture pytestmark uses)
 from vramplan import hardware
-from vramplan.cli import main
 
 
-@pytest.fixture(autouse=True)
-def _clean_db(monkeypatch):
-    monkeypatch.delenv(hardware.ENV_VAR, raising=False)
-    hardware.set_extra_path(None)
-    yield
-    hardware.set_extra_path(None)
-
-
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
+pytestmark = pytest.mark.usefixtures("clean_hwdb")
 
 
 def test_list_table(capsys):

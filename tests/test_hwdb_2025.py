@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vramplan import hardware
-from vramplan.cli import main
+from cli_helpers import clean_hwdb, run  # noqa: F401 (clean_hwdb: the fixture pytestmark uses)
 from vramplan.errors import HwdbError
 from vramplan.estimate import estimate
 from vramplan.hardware import builtin_path, load_hwdb, traits_of
@@ -33,12 +32,7 @@ def db():
     return load_hwdb(extra_paths=[])
 
 
-@pytest.fixture(autouse=True)
-def _clean_db(monkeypatch):
-    monkeypatch.delenv(hardware.ENV_VAR, raising=False)
-    hardware.set_extra_path(None)
-    yield
-    hardware.set_extra_path(None)
+pytestmark = pytest.mark.usefixtures("clean_hwdb")
 
 
 @pytest.mark.parametrize("did", sorted(NEW))
@@ -191,12 +185,6 @@ def test_rule_without_its_own_source_is_refused(hwdb):
 
 
 # ---------------------------------------------------------------- the CLI
-def run(capsys, *argv):
-    rc = main(list(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
 def test_gpus_vendor_amd_lists_the_new_ones(capsys):
     rc, out, _ = run(capsys, "gpus", "--vendor", "amd", "--format", "json")
     ids = {d["id"] for d in json.loads(out)}
