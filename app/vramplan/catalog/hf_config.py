@@ -21,6 +21,7 @@ from typing import Any
 
 from ..errors import ScenarioError
 from .layer_config import extras, layer_facts
+from .softcap import softcap_facts
 from .transformer_arch import TransformerArch
 from .weight_formats import weight_format
 from .whisper import whisper_fields
@@ -37,7 +38,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
     "gpt_oss": ("decoder", "llama"), "gemma3_text": ("decoder", "llama"),
     "qwen3_next": ("decoder", "llama"), "llama4_text": ("decoder", "llama"),
     "granitemoehybrid": ("decoder", "llama"), "nemotron_h": ("decoder", "llama"),
-    "glm4_moe": ("decoder", "llama"),
+    "glm4_moe": ("decoder", "llama"), "falcon_h1": ("decoder", "llama"),
     "generic": ("decoder", "llama"),
     "phi": ("decoder", "phi"), "gpt2": ("decoder", "gpt2"), "gpt_bigcode": ("decoder", "gpt2"),
     "opt": ("decoder", "opt"), "falcon": ("decoder", "falcon"), "bloom": ("decoder", "bloom"),
@@ -55,7 +56,7 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                       "phi3", "phi", "gpt_neox", "deepseek_v3", "deepseek_v2", "granite", "olmo2",
                       "kimi_k2", "generic", "gpt_oss", "qwen3_next", "llama4_text", "nemotron_h",
-                      "glm4_moe"}
+                      "glm4_moe", "falcon_h1"}
 
 # ---- what the kernels depend on ----------------------------------------------------------
 
@@ -107,7 +108,8 @@ def _kernel_facts(r: "_Reader", mt: str, style: str) -> dict:
     upcast = upcasts_softmax(mt) or (mt == "gpt2" and r.bool("reorder_and_upcast_attn", False))
     return {"activation": act.lower(), "softmax_upcast": upcast,
             "hidden_dropout": r.prob(*HIDDEN_DROPOUT_KEYS, default=hid0),
-            "attention_dropout": r.prob(*ATTENTION_DROPOUT_KEYS, default=att0)}
+            "attention_dropout": r.prob(*ATTENTION_DROPOUT_KEYS, default=att0),
+            **softcap_facts(r.cfg, mt)}
 
 
 # ---- reading configs ---------------------------------------------------------------------

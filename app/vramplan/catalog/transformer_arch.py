@@ -60,6 +60,8 @@ class TransformerArch:
     hidden_dropout: float = 0.0    # dropout on embeddings and block outputs
     attention_dropout: float = 0.0  # dropout on the attention probabilities
     softmax_upcast: bool = True    # eager attention: softmax in fp32 for 16-bit inputs
+    attn_softcap: float = 0.0      # tanh soft-capping of attention scores (catalog/softcap.py)
+    final_softcap: float = 0.0     # tanh soft-capping of the final logits; 0.0: none
     layer_kinds: tuple = ()        # per layer: full / sliding / chunked / linear / mamba (); all full
     window: int = 0                # tokens a sliding / chunked layer attends to (and caches)
     mixer: dict | None = None      # linear-attention / Mamba2 dims (catalog/mixers.py)

@@ -115,9 +115,27 @@ def score_bytes_saved(arch, k: Kernels) -> float:
         b += k.p
     if arch.model_type in _SCORE_CLAMP:
         b += k.p
+    b += softcap_scores_saved(arch, k.p)
     if k.legacy:   # the softmax input: autocast's fp32 copy, else the scores' own dtype
         b += 4 if (k.mixed or k.p == 4) else k.p
     return b
+
+
+def softcap_scores_saved(arch, p: int) -> int:
+    """Bytes per score element attention logit soft-capping keeps (catalog/softcap.py): in
+    transformers' eager_attention_forward (Gemma 2 / 3) `attn_weights / softcap` and `*
+    softcap` are scalar ops that save no tensor; `torch.tanh` saves its output (derivatives.yaml:
+    tanh -> tanh_backward(grad, result)), one more score tensor in the scores' dtype (the
+    matmul's: 16-bit under autocast)."""
+    return p if getattr(arch, "attn_softcap", 0.0) else 0
+
+
+def softcap_logits_saved(arch, p: int) -> int:
+    """Bytes per logit (token x vocabulary) final logit soft-capping keeps for backward:
+    Gemma2ForCausalLM.forward's `torch.tanh(logits / cap)` saves its output in the lm_head
+    output's dtype until the loss's backward reaches it (the division and the `* cap` save
+    nothing)."""
+    return p if getattr(arch, "final_softcap", 0.0) else 0
 
 
 def score_bytes_inference(arch, p: int, mixed: bool) -> float:

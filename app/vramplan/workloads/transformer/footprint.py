@@ -20,7 +20,7 @@ from ..base import Footprint
 from . import (encdec, engine, formats, layer_types, mixer_activations, moe_buffers,
                offload_inference, speculative, traffic)
 from .activations import (Kernels, dropout_flags, inference_coeff, score_bytes_inference,
-                          upcasts_softmax)
+                          softcap_logits_saved, upcasts_softmax)
 from . import vision_inputs
 from .lora import LORA_GROUPS, lora_modules
 from ...catalog import stacks
@@ -175,7 +175,7 @@ class _Ctx(Training, StackHooks):
         held = 0 if upcast else self.p * TV
         if upcast and self.legacy:   # torch < 1.11: log_softmax keeps its fp32 input too
             held = 4 * TV
-        return 3 * lt * TV + held
+        return 3 * lt * TV + held + softcap_logits_saved(a, self.p) * TV   # Gemma 2's tanh
 
     # ---- tasks ---------------------------------------------------------------------------
     def load(self) -> Footprint:
