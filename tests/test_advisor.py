@@ -10,7 +10,7 @@ import pytest
 from vramplan.advisor import advise, parse_headroom, recommendations
 from vramplan.advisor.costs import table
 from vramplan.estimate import estimate
-from vramplan.hardware import get_gpu
+from vramplan.hardware import get_gpu, links
 from vramplan.scenario import Scenario
 
 GiB = 2**30
@@ -254,8 +254,22 @@ def test_every_cost_figure_has_a_source():
         assert e.get("source"), cid
         assert e.get("basis") in ("paper", "derived", "docs", "assumption"), cid
         assert e.get("compute_share", 0) >= 0
-    for k in ("pcie_source", "c2c_source", "scaleout_source"):
-        assert t["links"][k]
+    assert "links" not in t        # the link rates and defaults: hardware/links.py, one table
+    for src in (links.PCIE_SOURCE, links.C2C_SOURCE, links.SCALEOUT_SOURCE,
+                links.GPUS_PER_NODE_SOURCE, links.NO_P2P_SOURCE, links.HOST_STAGED_SOURCE):
+        assert src
+
+
+def test_advisor_reads_the_host_link_of_hardware_links():
+    """One table: the advisor's host link is hardware.links.host_link's rate and name, cited
+    with its own source. H100 PCIe: Gen5 x16 = 16 x 3.938 = 63.0 GB/s per direction; GH200:
+    NVLink-C2C 450 GB/s per direction (900 bidirectional)."""
+    from vramplan.advisor import comm
+    pcie = comm.host_link(get_gpu("nvidia-h100-pcie-80gb"))
+    assert (pcie.name, round(pcie.gbs, 3)) == ("PCIe Gen5 x16", 63.008)
+    assert pcie.source == links.PCIE_SOURCE
+    c2c = comm.host_link(get_gpu("nvidia-gh200-96gb"))
+    assert (c2c.name, c2c.gbs, c2c.source) == ("NVLink-C2C", 450.0, links.C2C_SOURCE)
 
 
 def _cli(*args):

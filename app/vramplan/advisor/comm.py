@@ -25,7 +25,7 @@ Yuan 2009):
 Links: the group's ranks are numbered with tensor innermost, then context, expert within data,
 then data, pipeline outermost (Megatron-LM's default rank order 'tp-cp-ep-dp-pp'); a group
 whose ranks stay within one scale-up domain runs on it, else at most the scale-out network's
-rate per GPU. Rates: `comm_links` below and `data/costs.toml [links]`.
+rate per GPU. Rates: `comm_links` below and hardware/links.py.
 """
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from ..hardware import links as L
 from . import costs as C
 
 
@@ -92,34 +93,34 @@ def _scaleout_gbs(system) -> float | None:
 def network(dev, gpus_per_node: int | None = None, network_gbs: float | None = None) -> Network:
     """The scale-up domain and the per-GPU network rate: given, else the hwdb system built
     from this GPU (systems.toml: its GPU count is one NVLink domain, its scale-out ports), else
-    the stated defaults of costs.toml [links]."""
-    links = C.table()["links"]
+    the stated defaults of hardware/links.py."""
     sysm = _system_of(dev)
     src = []
     dom = gpus_per_node
     if dom is None and sysm is not None:
         dom, _ = sysm.gpu_count, src.append(f"scale-up domain of {sysm.id} (hwdb systems.toml)")
     if dom is None:
-        dom, _ = int(links["gpus_per_node"]), src.append(links["gpus_per_node_source"])
+        dom, _ = L.GPUS_PER_NODE, src.append(L.GPUS_PER_NODE_SOURCE)
     out = network_gbs
     if out is None and sysm is not None:
         out = _scaleout_gbs(sysm)
         if out:
             src.append(f"{sysm.scaleout} over {sysm.gpus_per_node} GPUs ({sysm.id})")
     if out is None:
-        out, _ = float(links["scaleout_gbs_per_gpu"]), src.append(links["scaleout_source"])
+        out, _ = L.SCALEOUT_GBS_PER_GPU, src.append(L.SCALEOUT_SOURCE)
     return Network(int(dom), float(out), "; ".join(src) or "given")
 
 
 def host_link(dev) -> Link:
     """The GPU's link to its host (PCIe generation x lanes, or NVLink-C2C)."""
-    gbs, name = C.host_link(dev)
-    return Link(name or "host link (unknown rate)", gbs, C.table()["links"]["pcie_source"])
+    gbs, name = L.host_link(dev)
+    source = L.C2C_SOURCE if name == "NVLink-C2C" else L.PCIE_SOURCE
+    return Link(name or "host link (unknown rate)", gbs, source)
 
 
 def peer_capable(dev) -> bool:
-    """Whether the cards can do PCIe peer-to-peer (GeForce cannot: costs.toml [links])."""
-    marks = C.table()["links"]["no_p2p_names"]
+    """Whether the cards can do PCIe peer-to-peer (GeForce cannot: hardware/links.py)."""
+    marks = L.NO_P2P_NAMES
     return not any(m.lower() in str(getattr(dev, "name", "")).lower() for m in marks)
 
 
@@ -134,7 +135,6 @@ def intra_link(dev, n: int, scaleup_gbs: float | None = None) -> Link:
     """The link a group of n GPUs within one node uses: the scale-up link (a bridge joins only
     as many GPUs as it names), else PCIe peer to peer, else (GeForce) through host memory."""
     ic = getattr(dev, "interconnect", None) or {}
-    links = C.table()["links"]
     up, name = ic.get("scaleup_gbs_per_direction"), str(ic.get("scaleup", ""))
     if scaleup_gbs:
         up, name = scaleup_gbs, f"{name or 'scale-up link'} at {scaleup_gbs:g} GB/s (stated)"
@@ -147,9 +147,9 @@ def intra_link(dev, n: int, scaleup_gbs: float | None = None) -> Link:
         return Link("unknown link", None, "no link rate in the hardware database")
     if peer_capable(dev):
         return Link(f"{pcie.name} (peer to peer)", pcie.gbs, pcie.source)
-    share = float(links["host_staged_share"])
+    share = L.HOST_STAGED_SHARE
     return Link(f"{pcie.name} through host memory (no peer-to-peer on this card)",
-                pcie.gbs * share, f"{links['no_p2p_source']}; {links['host_staged_source']}")
+                pcie.gbs * share, f"{L.NO_P2P_SOURCE}; {L.HOST_STAGED_SOURCE}")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -119,20 +119,7 @@ def of(cid: str, **kw) -> Cost:
     return replace(c, **kw) if kw else c
 
 
-# ---- links -----------------------------------------------------------------------------------
-
-def host_link(dev) -> tuple[float | None, str | None]:
-    """(GB/s per direction, name) between the GPU and its host."""
-    ic = getattr(dev, "interconnect", None) or {}
-    links = table()["links"]
-    if "c2c" in str(ic.get("host_link", "")).lower():
-        return float(links["c2c_gbs_per_direction"]), "NVLink-C2C"
-    gen, lanes = ic.get("pcie_gen"), ic.get("pcie_lanes")
-    per = links["pcie_gbs_per_lane"].get(str(gen)) if gen else None
-    if per is None or not lanes:
-        return None, None
-    return float(per) * int(lanes), f"PCIe Gen{gen} x{lanes}"
-
+# ---- links (their rates: hardware/links.py) ----------------------------------------------------
 
 def transfer_time(nbytes: float, gbs: float | None) -> float:
     return float(nbytes) / (gbs * 1e9) if gbs else 0.0
