@@ -19,20 +19,25 @@ _ROUND_LARGE = 2 * MiB    # larger requests: segments rounded up to 2 MiB
 # Fragmentation: activation and loss buffers are freed in backward order while gradients and
 # autograd temporaries of other sizes are carved from the same segments; the caching allocator
 # neither merges non-adjacent free blocks nor compacts, so part of the transient pool stays split.
-# 0.2 of the transient bytes is the reserved-minus-allocated gap of the published training runs
-# (HF BERT V100 A02/A03/A07 ~0.2-0.3, torchtitan F01 ~0.19, torchtune E02); one model-wide value,
-# expandable_segments cuts it ~10x (segments grow in place).
+# 0.2 of the transient bytes is the reserved-minus-allocated gap of the published training runs:
+# HF BERT V100 A02/A03/A07 ~0.2-0.3 and torchtune E02 (the default allocator) and torchtitan F01
+# ~0.19 (torchtitan@2024-12, whose run script sets expandable_segments:True, a5e57e4a). One
+# model-wide value, shared by both allocator modes: expandable segments change where blocks
+# come from (pages of one growing segment), not how they are placed inside it (Note [Expandable
+# Segments]: "the same best-fit heuristics"), and the runs with it keep a gap like those without.
 FRAG = 0.20
-FRAG_EXPANDABLE = 0.02
 # Persistent tensors (weights, states) waste on average half a 2 MiB rounding step each; ~0.5%
 # of their bytes for the tensor sizes of real models (hundreds of tensors of 10-500 MiB).
 PERSIST_GRAIN = 0.005
-# expandable segments (pytorch c10/cuda/CUDACachingAllocator.cpp, Note [Expandable Segments]
-# and ExpandableSegment: "2MB for small pool, 20MB for large pool"): one segment per pool grows
-# by mapping pages; DeviceCachingAllocator::should_split splits a large-pool block whenever
-# 512 B or more remain when expandable segments are on (remaining > 1 MiB otherwise), so a
-# block is carved at its 512-byte rounded size and no request gets a segment of its own (no
-# 2 MiB rounding per tensor, no half-used 20 MiB segment)
+# expandable segments (pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp, read at 001074d2:
+# Note [Expandable Segments] "we use 2MiB pages for our small pool and 20MiB pages for our large
+# pool"; ExpandableSegment's constructor, "2MB for small pool, 20MB for large pool";
+# find_expandable_block: `segment_size = pool->is_small ? kSmallBuffer : kLargeBuffer`, with
+# kSmallBuffer = 2097152 and kLargeBuffer = 20971520): one segment per stream and pool grows by
+# mapping pages; DeviceCachingAllocator::should_split splits a large-pool block whenever
+# kMinBlockSize (512 B) or more remain when expandable segments are on (remaining > kSmallSize,
+# 1 MiB, otherwise), so a block is carved at its 512-byte rounded size and no request gets a
+# segment of its own (no kRoundLarge 2 MiB rounding per tensor, no half-used 20 MiB segment).
 _PAGE_LARGE = 20 * MiB
 
 
@@ -85,35 +90,47 @@ def page_waste(allocated) -> int:
     return to_int((-to_int(allocated)) % _PAGE_LARGE)
 
 
-def _stack_expandable(footprint, scenario) -> bool:
-    """The scenario's software stack runs with expandable_segments:True (torchtitan's run
-    script from 2024-10, stacks.toml); the note says so once."""
+def expandable_segments(footprint, scenario) -> bool:
+    """The allocator runs with expandable_segments:True: the scenario's option
+    `expandable-segments`, or a software stack whose runs set it (torchtitan from 2024-10,
+    stacks.toml; the note says so once). Both mean the same allocator and the same bytes."""
     from .workloads import stack_mechanisms as mech
     st = stacks.of(scenario) if scenario is not None else None
-    if st is None or not mech.use(footprint.notes, st, "expandable-segments"):
-        return False
-    mech.mark_applied(getattr(footprint, "stack", None), "expandable-segments")
-    return True
+    if st is not None and mech.use(footprint.notes, st, "expandable-segments"):
+        mech.mark_applied(getattr(footprint, "stack", None), "expandable-segments")
+        return True
+    return "expandable-segments" in set(getattr(scenario, "options", ()) or ())
+
+
+def expandable_slack(allocated, transient) -> int:
+    """reserved - allocated with expandable segments: the unfilled part of the large pool's
+    last 20 MiB page (page_waste) + FRAG x the transient bytes (blocks are still placed
+    best-fit and split inside the segment). No per-tensor rounding and no persistent grain:
+    blocks are 512-byte rounded (should_split). The small pool's last 2 MiB page is not
+    counted (at most 2 MiB)."""
+    return to_int(page_waste(allocated) + FRAG * transient)
+
+
+def segment_slack(largest, transient, persistent) -> int:
+    """reserved - allocated with the default allocator (one cudaMalloc segment per request
+    from 1 MiB on): the largest request's segment rounding (rounding_waste) + FRAG x the
+    transient bytes + PERSIST_GRAIN x the persistent bytes (half a 2 MiB step per tensor)."""
+    return to_int(rounding_waste(largest) + FRAG * transient + PERSIST_GRAIN * persistent)
 
 
 def allocator_slack(footprint, scenario=None) -> int:
-    """reserved - allocated at the peak, for PyTorch's caching allocator. A stack that turns
-    on expandable segments: page rounding instead of segment rounding, and the fragmentation
-    share FRAG (blocks are still placed best-fit inside the segment and split; the published
-    torchtitan runs with it, F01-F07, keep a gap like the runs without it)."""
+    """reserved - allocated at the peak, for PyTorch's caching allocator: expandable_slack
+    when the allocator runs with expandable segments (option or stack), segment_slack
+    otherwise."""
     if footprint.allocator != "torch":
         return 0
     comps = footprint.components
-    if _stack_expandable(footprint, scenario):
-        return to_int(page_waste(footprint.peak_allocated_bytes)
-                      + FRAG * transient_bytes(comps))
-    opts = set(getattr(scenario, "options", ()) or ())
-    frag = FRAG_EXPANDABLE if "expandable-segments" in opts else FRAG
+    transient = transient_bytes(comps)
+    if expandable_segments(footprint, scenario):
+        return expandable_slack(footprint.peak_allocated_bytes, transient)
     largest = footprint.largest_allocation
     largest = to_int(largest) if is_array(largest) else int(largest or 0)
-    rounding = rounding_waste(largest)
-    persistent = sum(comps.values()) - transient_bytes(comps)
-    return to_int(rounding + frag * transient_bytes(comps) + PERSIST_GRAIN * persistent)
+    return segment_slack(largest, transient, sum(comps.values()) - transient)
 
 
 def reserved_bytes(footprint, scenario=None) -> int:
