@@ -85,6 +85,12 @@ The byte formulas, each read in the framework's source:
   the segment are still placed best-fit and split, so the fragmentation share stays: the
   published torchtitan runs that set it (F01-F07) hold a reserved - allocated gap like the
   runs without it.
+- `topk-moe-routing` (torchtitan >= 2025-04, PR #1064, e4e48349, TokenChoiceTopKRouter +
+  GroupedExperts; torchtune torchtune/modules/moe/moe.py; Megatron-Core moe/router.py
+  TopKRouter): the stack's own Llama 4 MoE gathers each token's top-k routed copies only, so
+  training keeps what layer_coeffs counts for the k routed experts and not what transformers'
+  Llama4TextMoe.forward keeps for the E - k others (it repeats every token over all E experts:
+  moe_buffers.dense_routing_saved).
 - `frozen-bn` (detectron2/layers/batch_norm.py and torchvision.ops.misc FrozenBatchNorm2d:
   `x * scale + bias` with scale and bias from buffers): a frozen BN keeps no input for
   backward and has no parameters (four per-channel buffers).
@@ -133,6 +139,9 @@ EFFECT = {
                        "accumulator; backward dequantises the weight to 16 bit",
     "expandable-segments": "expandable_segments:True: one growing segment per pool (20 MiB "
                            "pages), no per-request segment rounding",
+    "topk-moe-routing": "the stack's own Llama 4 MoE sends each token to its top-k experts "
+                        "only; transformers' Llama4TextMoe runs every token through all of "
+                        "them, whose saved tensors are not counted here",
 }
 _MARK = "stack mechanism "
 

@@ -27,6 +27,8 @@ class Kernels:
     compile: bool
     float8: bool = False
     legacy: bool = False   # torch < 1.11: (log_)softmax keeps its input too (pytorch#64000)
+    dense_moe: bool = True   # transformers' Llama 4 MoE: every token through every expert
+    # (False: the stack routes top-k, stack mechanism topk-moe-routing; moe_buffers)
 
 
 def upcasts_softmax(arch) -> bool:
@@ -250,7 +252,8 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     c += extra_norms_saved(arch, k, lora_inputs)   # Gemma 2 / 3's post-norms
     if arch.is_moe:
         c += 2 * p * arch.experts_per_token    # token dispatch and combine copies
-        c += moe_buffers.dense_routing_saved(arch, p, k.compile, keep["down"])   # Llama 4
+        c += moe_buffers.dense_routing_saved(arch, p, k.compile, keep["down"],
+                                             k.dense_moe)   # Llama 4 under transformers
         c += moe_buffers.clamped_swiglu_saved(arch, p, k.compile)   # gpt-oss's gate
     c += 1 if hid_drop else 0                  # dropout mask after MLP
     return c, score_bytes_saved(arch, k)

@@ -80,15 +80,18 @@ def _dense(arch, p: int) -> float:
     return router + h * p + E * p * max(gate, down, routed)   # + attention_states
 
 
-def dense_routing_saved(arch, p: int, compile_: bool, keep_down: bool) -> float:
+def dense_routing_saved(arch, p: int, compile_: bool, keep_down: bool, dense: bool = True
+                        ) -> float:
     """Training with Llama 4's dense routing: bytes per token per hidden unit, averaged over the
     layers, that the E - k experts beyond the k routed ones activations.layer_coeffs counts
     keep for backward. Each expert sees every token (Llama4TextMoe.forward): the repeat
     (saved by the multiply with the router scores, which are trained) and routed_in (the bmm's
     input), 2 x h; gate_up (2I: chunk views that silu and the product keep), act(gate) (I),
     the product (I, the down bmm's input) - the same 4I + 2h per expert that layer_coeffs
-    counts for a routed one (its gate, act, up, product and the dispatch / combine copies)."""
-    if not dense_routing(arch) or arch.moe_layers == 0:
+    counts for a routed one (its gate, act, up, product and the dispatch / combine copies).
+    `dense` False: the stack runs its own top-k MoE (stack mechanism topk-moe-routing:
+    torchtitan, torchtune, Megatron), 0."""
+    if not dense or not dense_routing(arch) or arch.moe_layers == 0:
         return 0.0
     h, inner = arch.hidden, arch.moe_ffn
     per_expert = p * (3 if compile_ else 4) * inner / h - (0 if keep_down else p * inner / h)
