@@ -134,3 +134,18 @@ def test_vec_helpers_are_the_builtins_on_numbers():
     assert vec.truth(np.array([2, 3])) is True
     with pytest.raises(vec.Divergent):
         vec.truth(np.array([0, 3]))
+
+
+def test_point_holds_is_the_advisors_fit_on_every_gpu():
+    """Point.holds, the one rule advisor.explore.gpu_table and sweep.gpus_needed read, on
+    six GPUs under a 100-byte limit: the first holds (used 100 <= 100), then
+    101 > 100; an error; a serving engine that does not start; a pool holding no request;
+    and the last, batch capacity -1 (none), holds."""
+    from vramplan.sweep.engine import Point
+    pt = Point(6)
+    pt.used[:] = [100, 101, 50, 50, 50, 50]
+    pt.errors[2] = "refused"
+    pt.starts[3] = False
+    pt.capacity[:] = [4, 4, 4, 4, 0, -1]
+    assert pt.holds(100).tolist() == [True, False, False, False, False, True]
+    assert pt.holds(np.array([99, 101, 100, 100, 100, 49])).tolist() == [False, True] + [False] * 4

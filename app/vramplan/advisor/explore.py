@@ -38,13 +38,8 @@ def gpu_table(ctx, recs, limit_of) -> list[dict]:
     from ..sweep import engine
     eng = engine()
     limit = np.asarray(limit_of(eng.usable), dtype=np.int64)
-
-    def fitting(pt):
-        ok = pt.ok & (pt.used <= limit)
-        return ok & (pt.capacity != 0)
-
     base = eng.evaluate(ctx.sc, ctx.spec)
-    fit0 = fitting(base)
+    fit0 = base.holds(limit)          # the one rule, as sweep.gpus_needed reads it
     best: dict[int, tuple] = {}
     for r in sorted(recs, key=lambda r: r.cost.score):
         try:
@@ -52,7 +47,7 @@ def gpu_table(ctx, recs, limit_of) -> list[dict]:
         except ScenarioError:
             continue
         need = _needs(r)
-        for i in np.flatnonzero(fitting(pt) & ~fit0):
+        for i in np.flatnonzero(pt.holds(limit) & ~fit0):
             i = int(i)
             if i not in best and _ok_on(eng.traits[i], need):
                 best[i] = (r, int(pt.used[i]))

@@ -186,9 +186,7 @@ def gpus_needed(scenario, gpus=None, *, layouts=("fsdp", "tensor", "tensor8+fsdp
             except ScenarioError:
                 continue
             pt = eng.evaluate(sc, None, todo)
-            ok = todo & pt.ok & (pt.used <= limit)
-            if pt.capacity.max() >= 0:
-                ok &= pt.capacity != 0
+            ok = todo & pt.holds(limit)
             for i in np.flatnonzero(ok):
                 best[int(i)] = {"gpu": eng.devices[i].id, "gpus": n, "layout": name,
                                 "parallel": sc.parallel.to_dict(),

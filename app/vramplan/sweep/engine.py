@@ -138,6 +138,13 @@ class Point:
             m[list(self.errors)] = False
         return m
 
+    def holds(self, limit) -> np.ndarray:
+        """Per GPU, whether the plan fits under `limit` (bytes: one per GPU, or one for all) as
+        the advisor means it (advisor.solver.fits_with, one GPU at a time): no error, device
+        used within the limit, a serving engine that starts, and a batch capacity of at least
+        one (-1: the footprint has none; a serving pool must hold one whole request)."""
+        return self.ok & (self.used <= limit) & self.starts & (self.capacity != 0)
+
 
 class Engine:
     """The GPUs of a sweep (default: the whole hardware database) and the caches."""
