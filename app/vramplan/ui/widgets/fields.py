@@ -71,6 +71,25 @@ def default_text(field) -> str:
     return T.show(field.kind, d)
 
 
+def set_if_changed(w, name: str, v) -> None:
+    """Set a widget's trait only when the value differs (no echo event, no redraw)."""
+    if getattr(w, name) != v:
+        setattr(w, name, v)
+
+
+def show_message(box, text: str | None) -> str:
+    """A field box's problem (`text`, None or '' for none) as HTML in `box.message`, made on
+    the first problem and blanked after; kept in `box._error` and returned. FieldBox and
+    stack_field.StackBox share it."""
+    html_text = T.message_html(msg(text)) if text else ""
+    if html_text and box.message is None:
+        box.message = L.html()
+    if box.message is not None:
+        set_if_changed(box.message, "value", html_text)
+    box._error = html_text
+    return html_text
+
+
 class FieldBox(W.VBox):
     """The widget of one field key. `show(field, value, error)` renders it; edits call
     `on_edit(key, value)` (None: cleared, back to the default)."""
@@ -163,10 +182,7 @@ class FieldBox(W.VBox):
         finally:
             self._syncing = False
 
-    @staticmethod
-    def _set(w, name, v) -> None:
-        if getattr(w, name) != v:
-            setattr(w, name, v)
+    _set = staticmethod(set_if_changed)
 
     def _place(self) -> None:
         """The children that carry something: the label (a check box has its own), the
@@ -177,12 +193,7 @@ class FieldBox(W.VBox):
             self.children = kids
 
     def set_error(self, text: str | None) -> None:
-        html_text = T.message_html(msg(text) if text else text) if text else ""
-        if html_text and self.message is None:
-            self.message = L.html()
-        if self.message is not None:
-            self._set(self.message, "value", html_text)
-        self._error = html_text
+        show_message(self, text)
         self._place()
         w = self.input
         if w is not None:

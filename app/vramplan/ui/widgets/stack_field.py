@@ -15,9 +15,8 @@ import ipywidgets as W
 
 from ...catalog import stacks
 from . import looks as L
-from ..state import text as T
-from .fields import css_key, label_text
-from ..state.i18n import _, msg
+from .fields import css_key, label_text, set_if_changed, show_message
+from ..state.i18n import _
 
 DEFAULT = stacks.DEFAULT
 
@@ -142,18 +141,10 @@ class StackBox(W.VBox):
         finally:
             self._syncing = False
 
-    @staticmethod
-    def _set(w, name, v) -> None:
-        if getattr(w, name) != v:
-            setattr(w, name, v)
+    _set = staticmethod(set_if_changed)
 
     def set_error(self, text: str | None) -> None:
-        html_text = T.message_html(msg(text)) if text else ""
-        if html_text and self.message is None:
-            self.message = L.html()
-        if self.message is not None:
-            self._set(self.message, "value", html_text)
-        self._error = html_text
+        html_text = show_message(self, text)
         kids = self._kids + ([self.message] if html_text else [])
         if list(self.children) != kids:
             self.children = kids
