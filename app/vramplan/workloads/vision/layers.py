@@ -96,6 +96,8 @@ class Graph:
         self.blocks: list[tuple[int, int]] = []   # [start, end) op ranges a checkpoint can wrap
         self._bstart = 0
         self._curves: dict = {}      # curves() by (outputs, checkpoint, graph size)
+        self.held: dict[int, int] = {}   # inference: storage -> last op a Python reference
+        # in the framework's module code keeps it to (hold; liveness._storages)
 
     # --- bookkeeping -------------------------------------------------------------------------
     def _new(self, shape, dtype=None, batched=True, like: T | None = None) -> T:
@@ -114,6 +116,14 @@ class Graph:
 
     def end_block(self) -> None:
         self.blocks.append((self._bstart, len(self.ops)))
+
+    def hold(self, t: T, to_end: bool = False) -> None:
+        """Inference: `t` stays alive to the last op recorded so far (or to the end of the
+        forward), as a caller's local variable keeps a module's input until the call returns.
+        Training graphs ignore it (autograd's saved tensors decide there)."""
+        if not self.training:
+            until = 10 ** 9 if to_end else len(self.ops) - 1
+            self.held[t.storage] = max(self.held.get(t.storage, -1), until)
 
     def input(self, shape, dtype=None) -> T:
         t = self._new(shape, dtype)

@@ -56,6 +56,9 @@ def _storages(g, outs: set, savers: dict, n: int) -> dict:
         s[3] = max(s[3], min(last, n))
         if savers[id(t)] and g.training:
             s[4] = min(s[4], min(savers[id(t)]))
+    for sid, until in getattr(g, "held", {}).items():   # Graph.hold (inference only)
+        if sid in st:
+            st[sid][3] = max(st[sid][3], min(until, n))
     return st
 
 

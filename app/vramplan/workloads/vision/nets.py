@@ -193,18 +193,35 @@ def attention(g: Graph, x: T, heads: int, mode: str, style: str, rel_bias=False,
 
 
 def vit_block(g: Graph, x: T, cfg: dict, mode: str, p_drop: float) -> T:
+    """A pre-norm block. Under no_grad a transformers tower (`framework` "hf": SigLIP,
+    DINOv2 / v3) keeps by Python reference what the walk would free at its last use
+    (transformers 5.23 SiglipEncoderLayer / Dinov2Layer.forward and their encoders' loops):
+    the block input, held by the encoder's `hidden_states` loop variable until the layer
+    returns; the attention's and the MLP's normed inputs, held by the layer's `hidden_states`
+    local until `self.self_attn(...)` / `self.mlp(...)` return (Graph.hold)."""
     heads = cfg["heads"]
     style = cfg.get("attn_style", "torch")
     scale = cfg.get("layer_scale", False)
-    y = attention(g, g.ln(x), heads, mode, style, rel_bias=cfg.get("rel_pos_bias", False),
+    hf = cfg.get("framework") == "hf"
+    x_in = x
+    normed = g.ln(x)
+    y = attention(g, normed, heads, mode, style, rel_bias=cfg.get("rel_pos_bias", False),
                   k_bias=cfg.get("k_bias", True))
+    if hf:
+        g.hold(normed)
     if scale:
         y = g.scale(y)
     x = g.add(x, g.drop_path(y, p_drop))
-    y = _mlp(g, g.ln(x), cfg)
+    normed = g.ln(x)
+    y = _mlp(g, normed, cfg)
+    if hf:
+        g.hold(normed)
     if scale:
         y = g.scale(y)
-    return g.add(x, g.drop_path(y, p_drop))
+    out = g.add(x, g.drop_path(y, p_drop))
+    if hf:
+        g.hold(x_in)
+    return out
 
 
 def mlp_width(cfg: dict, d: int) -> int:
@@ -247,6 +264,8 @@ def vit(g: Graph, x: T, cfg: dict, mode: str) -> tuple:
     if cfg.get("pos_embed", True):
         g.param((cfg.get("pos_grid", gh * gw) + extra) * d)
         tok = g.add(tok, tok)
+    if cfg.get("framework") == "hf":   # the embedding output: SiglipVisionModel.forward's
+        g.hold(tok, to_end=True)       # `hidden_states`, Dinov2Model's `embedding_output`
     if cfg.get("rel_pos_bias"):  # BEiT: one (2w-1)^2 + 3 table per layer
         w = cfg.get("pos_grid_side", 14)
         g.param(((2 * w - 1) ** 2 + 3) * cfg["heads"] * cfg["layers"])
