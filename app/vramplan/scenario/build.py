@@ -23,11 +23,11 @@ from .parallel_keys import check_layout
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .multimodal_keys import check_images
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
-from .rules import (default_precision, default_task, max_positions, model_given,
-                    position_limit, positions_error, precisions_for, supported_tasks,
+from .rules import (default_task, max_positions, model_given,
+                    positions_error, precisions_for, supported_tasks,
                     task_defaults, task_hint)
 
-__all__ = ["fields_of", "given_keys", "replace_dict", "read_precision", "read_lora", "check_lora_targets",
+__all__ = ["fields_of", "given_keys", "read_precision", "read_lora", "check_lora_targets",
            "read_parallel",
            "read_serving", "check_known", "model_of", "task_of", "refuse_inapplicable",
            "refuse_non_neutral", "KNOWN"]
@@ -328,71 +328,3 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     f["extra"] = extra
     check_images(spec, extra)   # images / image_size against the model (multimodal_keys.py)
     return f
-
-
-# keys a task decides; on a task change they are re-defaulted when they held the old default
-_TASK_SCOPED = ("batch_size", "seq_len", "new_tokens", "target_len", "precision", "optimizer",
-                "gradient_accumulation", "checkpointing", "attention", "lora", "serving")
-
-
-def _takes(name: str, value: Any, task: str, spec) -> bool:
-    """Does a scenario of this task and model take this value (as far as the key table and
-    the task's precisions say; anything else is for `from_dict` to refuse)?"""
-    k = BY_NAME[name]
-    family = spec.family if spec is not None else None
-    if not k.applies(task, family):
-        return k.has_neutral and value == k.neutral
-    if name == "precision":
-        base = value if isinstance(value, str) else (value or {}).get("default")
-        return base is None or base in precisions_for(task)
-    if name == "seq_len" and family in TRANSFORMER_FAMILIES:
-        lim = position_limit(spec)
-        return lim is None or (isinstance(value, int) and value <= lim[0])
-    return True
-
-
-def replace_dict(sc, changes: dict) -> dict:
-    """The dict Scenario.replace validates: the scenario with `changes`, where a task (or
-    model) change drops values that were the old task's defaults or that the new task does
-    not take (never the ones asked for)."""
-    for k in changes:
-        if k not in _known():
-            raise ScenarioError(k, "unknown key")
-    base = sc.to_dict()
-    moved = "model" in changes or "architecture" in changes
-    if moved:
-        base.pop("model", None)
-        base.pop("architecture", None)
-    if "gpu" in changes and "precision" not in changes and changes["gpu"] != sc.gpu and \
-            base.get("precision") == default_precision(sc.task, sc.gpu):
-        del base["precision"]         # the old GPU's default: the new GPU's default instead
-    if "stack" in changes and "optimizer" not in changes and sc.given is not None and \
-            "optimizer" not in sc.given:
-        base.pop("optimizer", None)   # the old stack's default: the new stack's instead
-    if changes.get("task", sc.task) != sc.task or moved:
-        spec = sc.spec
-        fam = spec.family if spec is not None else None
-        old = task_defaults(sc.task, fam, max_positions(spec), sc.gpu)
-        old["lora"] = LoraConfig().to_dict() if sc.task in ("lora", "qlora") else None
-        old["target_len"] = base.get("seq_len")
-        old_extra = {**EXTRA_DEFAULTS(sc.task), **model_given(sc.task, spec)}
-        for k, v in old_extra.items():
-            if k in base and k not in changes and base[k] == v:
-                del base[k]
-        for k in _TASK_SCOPED:
-            if k in base and k not in changes and (base[k] == old.get(k) or k == "serving"):
-                del base[k]
-    merged = {k: v for k, v in {**base, **changes}.items() if v is not None}
-    try:
-        _, _, spec = model_of(merged, None)
-        task = merged.get("task") or default_task(spec)
-    except ScenarioError:
-        return merged                 # from_dict names the problem
-    if task is None:
-        return merged
-    for k in list(merged):
-        if k not in changes and k not in ("model", "architecture", "gpu", "task") and \
-                not _takes(k, merged[k], task, spec):
-            del merged[k]
-    return merged
-

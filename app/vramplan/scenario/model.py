@@ -17,8 +17,9 @@ from typing import Any
 
 from ..vocab import TRAINING_TASKS
 from . import query as _query
-from .build import given_keys, replace_dict
-from .collect import given_only, resolved_fields
+from ..errors import ScenarioError
+from .build import given_keys
+from .collect import ScenarioErrors, given_only, resolved_fields
 from . import keys as K
 from .keys import EXTRA_NAMES
 from .parts import LoraConfig, ParallelConfig, ServingConfig
@@ -109,15 +110,25 @@ class Scenario:
         return cls.from_dict(_query.parse_query(q, EXTRA_NAMES))
 
     def replace(self, **changes) -> "Scenario":
-        """A re-validated copy with `changes` applied (keys as in from_dict). When the task
-        changes, values that were the old task's defaults, or that the new task does not take,
-        are dropped and re-defaulted."""
-        merged = replace_dict(self, changes)
-        sc = type(self).from_dict(merged)
-        was = self.given if self.given is not None else given_keys(self.to_dict())
-        now = {k for k in was if k.split(".")[0] in merged and k.split(".")[0] not in changes}
-        object.__setattr__(sc, "given", frozenset(now | given_keys(changes)))
-        return sc
+        """The scenario of the given keys with `changes` applied, resolved again (`resolve`):
+        what was derived (the GPU's precision, the stack's optimizer, the task's defaults, the
+        serving couplings) is derived again from the new values. A change names a key as
+        `from_dict` takes it; None un-gives it (it is derived again); a nested object (lora,
+        parallel, serving, a precision object) replaces the given one whole (merge its given
+        sub-keys first to keep them: `given_dict()`). A given key the new scenario refuses
+        (an optimizer on an inference task, a seq_len beyond the new model's positions, LoRA
+        targets the new model lacks) is dropped and derived, never one asked for, nor the
+        model, architecture or task. A scenario built directly counts every value as given."""
+        known = K.CONTRACT_KEYS + K.EXTRA_NAMES
+        for k in changes:
+            if k not in known:
+                raise ScenarioError(k, "unknown key")
+        d = self.given_dict()
+        if "model" in changes or "architecture" in changes:
+            d.pop("model", None)
+            d.pop("architecture", None)
+        d = {k: v for k, v in {**d, **changes}.items() if v is not None}
+        return _resolve_dropping(type(self), d, frozenset(changes))
 
     def given_dict(self) -> dict:
         """The values given (objects holding their given sub-keys only); everything when the
@@ -158,6 +169,41 @@ class Scenario:
         if isinstance(self.precision, str):
             return self.precision
         return self.precision.get(component, self.precision["default"])
+
+
+_KEPT = ("model", "architecture", "task")   # never dropped by `replace`
+
+
+def _refused_entries(d: dict, errors, asked: frozenset) -> dict:
+    """`d` less the given entries the errors name that were not asked for (a sub-key of
+    lora / parallel / serving alone when the error names it); `d` itself when none."""
+    out = d
+    for key, _ in errors:
+        top = key.split("[")[0].split(".")[0]
+        if top in asked or top in _KEPT or top not in out:
+            continue
+        sub = key.split("[")[0].partition(".")[2]
+        obj = out[top]
+        if sub and top in ("lora", "parallel", "serving") and isinstance(obj, dict) \
+                and sub in obj and len(obj) > 1:
+            out = {**out, top: {s: v for s, v in obj.items() if s != sub}}
+        else:
+            out = {k: v for k, v in out.items() if k != top}
+    return out
+
+
+def _resolve_dropping(cls, d: dict, asked: frozenset) -> "Scenario":
+    """`cls.from_dict(d)`; while it refuses given entries that were not `asked` for, without
+    them (each pass names what it refuses; the last error is raised when nothing is left to
+    drop)."""
+    while True:
+        try:
+            return cls.from_dict(d)
+        except ScenarioErrors as exc:
+            rest = _refused_entries(d, exc.errors, asked)
+            if rest is d:
+                raise
+            d = rest
 
 
 def resolve(given: Any, gpu: str | None = None, *, base_dir: str | Path | None = None) -> Scenario:

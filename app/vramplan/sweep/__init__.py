@@ -98,7 +98,7 @@ def sweep(scenario, vary: dict, *, gpus=None, with_max_batch: bool = False,
     PARALLEL_ROWS rows or more when called from a single-threaded program, else 1."""
     t0 = time.perf_counter()
     base, make = _maker(scenario)
-    given = scenario if isinstance(scenario, dict) else base.to_dict()
+    given = scenario if isinstance(scenario, dict) else base.given_dict()   # what was given
     eng = eng or engine()
     axes = {k: (parse_values(k, v, base) if isinstance(v, str) else list(v))
             for k, v in (vary or {}).items()}
