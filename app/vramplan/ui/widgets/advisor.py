@@ -125,19 +125,19 @@ class AdvisorPanel(W.VBox):
         self.buttons.append(b)
         return b
 
+    def _reused(self, made: list, i: int, box, css: str):
+        """The i-th of `made` (text and an apply button in a `box`, class `css`), made once."""
+        while len(made) <= i:
+            w = box([L.html(), self._button()])
+            w.add_class(css)
+            made.append(w)
+        return made[i]
+
     def _card(self, i: int) -> W.VBox:
-        while len(self._cards) <= i:
-            card = W.VBox([L.html(), self._button()])
-            card.add_class("vp-plan")
-            self._cards.append(card)
-        return self._cards[i]
+        return self._reused(self._cards, i, W.VBox, "vp-plan")
 
     def _row(self, i: int) -> W.HBox:
-        while len(self._rows) <= i:
-            row = W.HBox([L.html(), self._button()])
-            row.add_class("vp-change-row")
-            self._rows.append(row)
-        return self._rows[i]
+        return self._reused(self._rows, i, W.HBox, "vp-change-row")
 
     def _show(self, adv) -> None:
         self.buttons = []
