@@ -3,11 +3,15 @@ vision tower runs over, and the tower's block shape (for the tower's activations
 
 Per tower (transformers 4.5x processors and modelling code):
 
-* Qwen2-VL / Qwen2.5-VL / Qwen3-VL (`Qwen2VLImageProcessor.smart_resize`: each side rounded to
-  a multiple of patch x merge = 28 (Qwen3-VL 32); the tower's Conv3d cuts patch x patch
-  patches (an image is repeated to temporal_patch_size frames, one temporal patch), the
-  PatchMerger joins merge x merge of them into one decoder token): decoder tokens
-  round(h / 28) x round(w / 28), tower tokens 4 x that. Dynamic resolution: `image_size`.
+* Qwen2-VL / Qwen2.5-VL / Qwen3-VL (catalog/qwen_resize.py smart_resize, transformers 5.23
+  models/qwen2_vl/image_processing_qwen2_vl.py, the image processor of all three
+  (models/auto/image_processing_auto.py maps qwen2_5_vl and qwen3_vl to Qwen2VLImageProcessor):
+  each side rounded to a multiple of factor = patch x merge = 28 (Qwen3-VL 16 x 2 = 32), then
+  the area clamped to [min_pixels, max_pixels] keeping the aspect ratio (qwen_resize.py); the
+  tower's Conv3d cuts patch x patch patches (an image is repeated to temporal_patch_size
+  frames, one temporal patch), the PatchMerger joins merge x merge of them into one decoder
+  token): decoder tokens (h' / factor) x (w' / factor), tower tokens 4 x that. Dynamic
+  resolution: `image_size`.
 * Gemma 3 (`Gemma3ImageProcessor` resizes to the SigLIP image_size 896; `Gemma3MultiModalProjector`
   pools the 64 x 64 patches to mm_tokens_per_image 256): 256 decoder tokens, 4096 tower tokens.
 * Mistral 3 / Pixtral (`PixtralImageProcessor`: patches of 16 at the image's own size up to
@@ -27,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 from .nested import _Sub, image_tokens
+from .qwen_resize import grid
 
 QWEN_TOWERS = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 DYNAMIC_TOWERS = QWEN_TOWERS + ("pixtral",)   # the processor keeps the image's own size
@@ -64,6 +69,14 @@ def is_dynamic(config: dict) -> bool:
     return v.get("model_type") in DYNAMIC_TOWERS
 
 
+def qwen_grid(config: dict, height: int, width: int) -> tuple[int, int]:
+    """(decoder tokens, tower patches) of one height x width image for a Qwen-VL model
+    (qwen_resize.grid with the vision_config's patch_size and spatial_merge_size)."""
+    v = _Sub("vision_config", vision_config(config))
+    return grid(v.cfg.get("model_type"), v.int("patch_size", "spatial_patch_size"),
+                v.int("spatial_merge_size", default=2), height, width)
+
+
 def tower_shape(config: dict) -> Tower:
     """The vision tower's block shape from its sub-config (modules as counted in nested.py)."""
     v = _Sub("vision_config", vision_config(config))
@@ -98,9 +111,7 @@ def image_cost(config: dict, height: int | None, width: int | None) -> ImageCost
         side = v.int("image_size") // v.int("patch_size")
         return ImageCost(image_tokens(config, 0, 0), side * side, 0, tower)
     if kind in QWEN_TOWERS:
-        merge = v.int("spatial_merge_size", default=2) ** 2
-        tokens = image_tokens(config, height, width)
-        return ImageCost(tokens, tokens * merge, 0, tower)
+        return ImageCost(*qwen_grid(config, height, width), 0, tower)
     if kind == "pixtral":
         p = v.int("patch_size")
         return ImageCost(image_tokens(config, height, width),

@@ -24,6 +24,7 @@ import dataclasses
 import math
 
 from ..errors import ScenarioError
+from . import qwen_resize
 from .hf_config import arch_from_config
 from .transformer_arch import TransformerArch
 
@@ -68,6 +69,15 @@ class MultimodalArch(TransformerArch):
 
     towers: tuple = ()
     approximate: tuple = ()   # names of towers counted with the generic layout
+    # Llama 3.2 Vision: the text model's `cross_attention_layers` (MllamaCrossAttentionDecoderLayer
+    # has no self-attention: its cache holds K / V of the vision tokens, none per text token)
+    cross_layers: int = 0
+
+    def kv_bytes_per_token(self, dtype_bytes: float, *, mla_latent: bool = True) -> int:
+        """Per text token: the self-attention layers' K and V only (the cross-attention
+        layers' K / V over the image tokens are counted per image, vision_inputs.py)."""
+        full = super().kv_bytes_per_token(dtype_bytes, mla_latent=mla_latent)
+        return full * max(0, self.layers - self.cross_layers) // max(1, self.layers)
 
     def tower_params(self) -> dict[str, int]:
         return {name: sum(n for _, n in parts) for name, parts in self.towers}
@@ -290,8 +300,9 @@ def _text_config(config: dict) -> dict:
 def nested_arch(config: dict) -> MultimodalArch:
     """The text decoder of a nested config.json with its towers' parameters. Raises
     ScenarioError('architecture.<sub-config>', ...) naming the sub-config and the key."""
+    text_cfg = _text_config(config)
     try:
-        text = arch_from_config(_text_config(config))
+        text = arch_from_config(text_cfg)
     except ScenarioError as exc:
         where = "text_config" if "text_config" in config else ""
         msg = str(exc).split(": ", 1)[-1]
@@ -317,20 +328,22 @@ def nested_arch(config: dict) -> MultimodalArch:
         if not exact:
             approx.append(name.removesuffix("_config"))
     fields = {f.name: getattr(text, f.name) for f in dataclasses.fields(text)}
-    return MultimodalArch(**fields, towers=tuple(towers), approximate=tuple(approx))
+    cross = text_cfg.get("cross_attention_layers") if parent == "mllama" else None
+    return MultimodalArch(**fields, towers=tuple(towers), approximate=tuple(approx),
+                          cross_layers=len(cross) if isinstance(cross, list) else 0)
 
 
 def image_tokens(config: dict, height: int, width: int) -> int:
     """Decoder tokens one image of height x width pixels adds, by the model's patching rule:
     Qwen2/2.5-VL and Qwen3-VL one token per (patch x merge)^2 pixels after rounding each side
-    to that multiple (Qwen2VLImageProcessor smart_resize); Gemma 3 mm_tokens_per_image (256);
+    to that multiple and clamping the area (qwen_resize.py); Gemma 3 mm_tokens_per_image (256);
     Pixtral (Mistral 3) one per (patch x merge)^2 plus an [IMG_BREAK] per row; CLIP / SigLIP
     towers (LLaVA) one per patch of image_size. Raises ScenarioError for other layouts."""
     v = _Sub("vision_config", config.get("vision_config"))
     parent, kind = config.get("model_type"), v.cfg.get("model_type")
-    if kind in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):
-        side = v.int("patch_size", "spatial_patch_size") * v.int("spatial_merge_size", default=2)
-        return max(1, round(height / side)) * max(1, round(width / side))
+    if kind in ("qwen2_vl", "qwen2_5_vl", "qwen3_vl"):   # smart_resize with its pixel limits
+        return qwen_resize.grid(kind, v.int("patch_size", "spatial_patch_size"),
+                                v.int("spatial_merge_size", default=2), height, width)[0]
     if parent == "gemma3":
         return _Sub("", config).int("mm_tokens_per_image", default=256)
     if kind == "pixtral":

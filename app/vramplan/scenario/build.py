@@ -326,5 +326,6 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
             if v is not None:
                 extra[k.name] = v
     f["extra"] = extra
-    check_images(spec, extra)   # images / image_size against the model (multimodal_keys.py)
+    # images / image_size against the model and, with their tokens, its positions
+    check_images(spec, extra, (f["seq_len"] or 0) + (f["new_tokens"] or 0))
     return f

@@ -17,13 +17,15 @@ plan)` adds, after the task's own phases are built:
   each of the text model's `cross_attention_layers` projects and caches
   (MllamaCrossAttentionDecoderLayer; generate: in the KV cache of every phase; forward and
   training: the memory at the text width plus those K / V, kept for backward in training).
-  The decoder is counted as a Llama of all its layers, so those 8 layers' text self-attention
-  cache is an overcount this does not correct.
+  Those layers have no self-attention, so the text tokens' cache is the other layers' only
+  (catalog/nested.py MultimodalArch.kv_bytes_per_token: 32 of the 11B's 40).
 
 The tower's attention is taken as SDPA / flash (no score matrix): the Qwen-VL towers use
 window attention with a few full blocks, and the eager scores of a full block over every patch
-of a batch are not modelled. Qwen's smart_resize clamps (min_pixels 3136, max_pixels 12845056)
-are not applied: give the size the processor produces.
+of a batch are not modelled. Qwen's image sizes go through the processor's smart_resize with
+the checkpoint's min / max pixels (catalog/images.py), so a photo's own size may be given. The
+sequence with its image tokens is checked against the model's positions (multimodal_keys.py
+check_context).
 """
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ def apply(ctx, spec) -> ImagePlan | None:
     n, size = int(getattr(sc, "images", None) or 0), getattr(sc, "image_size", None)
     if not n and size is None:
         return None
-    check_images(spec, {"images": n, "image_size": size})   # the scenario pass's rules
+    text = int(sc.seq_len or 0) + int(getattr(sc, "new_tokens", None) or 0)
+    check_images(spec, {"images": n, "image_size": size}, text)   # the scenario pass's rules
     config = spec.config
     h, w = size if size is not None else (None, None)
     plan = ImagePlan(n, image_cost(config, h, w), cross_attention_layers(config))
