@@ -79,8 +79,8 @@ def one_layer_bytes(arch, total, seqs, tokens: int, kv_b: float, tp: int = 1,
     torch.cat copies, one layer at a time): `total // layers` for uniform models, one
     full-attention layer's for hybrids (the windowed layers and states are smaller)."""
     full = mixers.count(arch, ("full",))
-    if not is_hybrid(arch) or not full:
-        return total // max(1, arch.layers)
+    if not is_hybrid(arch) or not full:   # Llama 3.2 Vision: its self-attention layers only
+        return total // max(1, arch.layers - getattr(arch, "cross_layers", 0))
     return seqs * tokens * _per_layer_token(arch, kv_b, mla_latent) // max(1, tp)
 
 
