@@ -29,21 +29,12 @@ from ... import __version__
 from ...errors import VramplanError
 from ...i18n import LANG_NAMES, LANGS, normalise_lang
 from ...scenario import Scenario
-from .advisor import AdvisorPanel
-from .details import Details
-from .device_card import DeviceCard
-from .explore import ExplorePanel
-from .export import ExportPanel
 from .gpu_picker import GpuPicker
 from ..state.i18n import N_, _, set_lang, speaking
 from .jobs import after_paint, kernel
-from .live_panel import LivePanel
 from .notices import NoticeBar
-from .ranks_view import RanksView
-from .cluster_view import ClusterView
 from ..state.state import PlanState, default_gpu, notice  # noqa: F401 (default_gpu: the app's API)
 from .style import style_tag
-from .trace_panel import TracePanel
 from .url import UrlState, query_params, query_string
 from .verdict import EstimatePanel
 from .workload import WorkloadForm
@@ -142,18 +133,31 @@ class App(W.VBox):
             self._later(background=False)
         else:                         # after the first paint: the panels, altair, the charts
             banner = self.panel.banner    # (a build a language switch replaced does nothing)
-            after_paint(banner, lambda: self.panel.banner is banner and not self.later and
-                        self._later(background=True))
+            after_paint(banner, lambda: self._current(banner) and self._later(background=True))
+
+    def _current(self, banner) -> bool:
+        """Is the first screen of `banner` still the page's, its later panels not made yet?"""
+        return self.panel.banner is banner and not self.later
 
     def _later(self, background: bool) -> None:
+        """The panels below the verdict and the charts. In the background (in a kernel, after
+        the first paint): the breakdown chart's widget first, then the panels (~170 models,
+        their imports and first renders: made before the chart, they delayed it ~1 s). Not
+        earlier: altair imported in a thread while the browser still loads the first screen
+        slowed that screen (benchmarks/results/page-speed-2026-12-02.txt)."""
+        if background and self._charts:
+            banner = self.panel.banner
+            self.panel.chart.load_in_background(
+                then=lambda: self._current(banner) and self._panels())
+            return
+        self._panels()
+
+    def _panels(self) -> None:
         with speaking(self.state.lang):
             self._build_later()
         if not self._charts:
             return
-        if background:
-            self.panel.chart.load_in_background()
-        else:
-            self.panel.chart.load()
+        self.panel.chart.load()       # nothing when loaded already
         self._start_panels()
 
     # The browser fetches the state of every widget model when the page loads (Voila's widget
@@ -161,7 +165,18 @@ class App(W.VBox):
     # panels below the verdict are made once the verdict is on the page.
     def _build_later(self) -> None:
         """The panels below the verdict: advice, charts, details, the GPU card, export, and
-        (once, kept across a language switch) the trace and live panels."""
+        (once, kept across a language switch) the trace and live panels. Their modules are
+        imported here: the advisor and numpy are ~40 % of the page's imports (the first
+        screen does not need them; benchmarks/page_speed.py)."""
+        from .advisor import AdvisorPanel
+        from .cluster_view import ClusterView
+        from .details import Details
+        from .device_card import DeviceCard
+        from .explore import ExplorePanel
+        from .export import ExportPanel
+        from .live_panel import LivePanel
+        from .ranks_view import RanksView
+        from .trace_panel import TracePanel
         st = self.state
         self.advisor = AdvisorPanel(st)
         self.explore = ExplorePanel(st)

@@ -112,14 +112,11 @@ class ChartPanel(W.VBox):
             self.error = None
             self.holder.children = [self.widget]
 
-    def load_in_background(self) -> None:
-        """Prepare altair in a thread, then create the widget on the kernel's loop (outside
-        a kernel: `load()`)."""
-        loop = getattr(jobs.kernel(), "io_loop", None)
-        if loop is None:
-            self.load()
+    def prepare_in_background(self) -> None:
+        """Start importing altair and building the chart in a thread now (inside a kernel;
+        else nothing), once: `load_in_background()` waits for it, then creates the widget."""
+        if self._prepared is not None or getattr(jobs.kernel(), "io_loop", None) is None:
             return
-
         gen = self._gen
 
         def work():
@@ -130,9 +127,33 @@ class ChartPanel(W.VBox):
                     self._ready = ready
             except Exception:  # load() reports it
                 self._ready = None
-            loop.add_callback(self.load)
 
-        threading.Thread(target=work, name="vramplan-chart", daemon=True).start()
+        self._prepared = threading.Thread(target=work, name="vramplan-chart", daemon=True)
+        self._prepared.start()
+
+    def load_in_background(self, then: Callable[[], None] | None = None) -> None:
+        """Prepare altair in a thread (`prepare_in_background`, if not started yet), then
+        create the widget on the kernel's loop and call `then()` after it (outside a kernel:
+        `load()` and `then()` at once)."""
+        loop = getattr(jobs.kernel(), "io_loop", None)
+        if loop is None:
+            self.load()
+            if then is not None:
+                then()
+            return
+        self.prepare_in_background()
+        prepared = self._prepared
+
+        def loaded():
+            self.load()
+            if then is not None:
+                then()
+
+        def wait():
+            prepared.join()
+            loop.add_callback(loaded)
+
+        threading.Thread(target=wait, name="vramplan-chart-wait", daemon=True).start()
 
     def _fail(self, exc: Exception) -> None:
         self.error = f"{type(exc).__name__}: {exc}"
@@ -158,6 +179,7 @@ class ChartPanel(W.VBox):
         self.refresh(chart)
 
     _ready = None                     # a chart built off the loop for load()
+    _prepared: threading.Thread | None = None   # the thread building it
     _gen = 0                          # plan changes seen before the widget exists
 
     def refresh(self, chart: Any = None) -> None:
