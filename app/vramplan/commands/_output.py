@@ -25,6 +25,22 @@ def add_gpu_arg(parser, flag: str = "--gpu", what: str = "the GPU") -> None:
                         "see `vramplan gpus`")
 
 
+def add_max_gpus_arg(parser, default: int) -> None:
+    """`--max-gpus N` of the commands that plan over several GPUs (advise, cluster)."""
+    parser.add_argument("--max-gpus", type=int, default=default, metavar="N",
+                        help=f"the most GPUs a plan may use (default {default})")
+
+
+def add_margin_arg(parser, *flags: str, dest: str, default: str) -> None:
+    """The memory kept free per GPU (`advise --headroom`, `cluster --safety-margin`): the
+    scenario key safety_margin, one flag definition for both."""
+    parser.add_argument(*flags, dest=dest, metavar="SHARE|SIZE", default=None,
+                        help="memory kept free per GPU, as the scenario key safety_margin: a "
+                             "share of usable memory ('5%%', 0.05) or a size ('2 GiB'); the one "
+                             "limit the estimate's verdict and max batch use too; default "
+                             + default)
+
+
 def table(rows: Iterable[Sequence[Any]], headers: Sequence[str], align: str | None = None) -> str:
     """A fixed-width text table; `align` is one char per column, 'l' or 'r'."""
     rows = [["" if v is None else str(v) for v in r] for r in rows]

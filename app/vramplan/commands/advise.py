@@ -11,10 +11,10 @@ first. Bad input: one line `vramplan: error: ...`, exit 2.
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ._output import add_format_arg, add_gpu_arg, dump_json, emit, table
+from ..units import GiB
+from ._output import (add_format_arg, add_gpu_arg, add_margin_arg, add_max_gpus_arg, dump_json,
+                      emit, table)
 from ._plan import add_scenario_flags, load_one, plan_of  # noqa: F401 (load_one: callers)
-
-GiB = 2**30
 
 
 def register(subparsers) -> None:
@@ -28,12 +28,8 @@ def register(subparsers) -> None:
                     "it can grow.")
     add_scenario_flags(p)   # --scenario FILE or the plan as flags, as estimate takes it
     add_gpu_arg(p, "--gpu-kind", "the GPU the plans are for")
-    p.add_argument("--headroom", metavar="SHARE|SIZE", default=None,
-                   help="memory to leave free: a share of usable memory ('10%%') or a size "
-                        "('2GiB'); sets the scenario's safety_margin, the one limit the "
-                        "estimate's verdict and max batch use too; default the scenario's (0)")
-    p.add_argument("--max-gpus", type=int, default=512, metavar="N",
-                   help="the most GPUs a plan may use (default 512)")
+    add_margin_arg(p, "--headroom", dest="headroom", default="the scenario's (0)")
+    add_max_gpus_arg(p, 512)
     p.add_argument("--allow-job-changes", action="store_true",
                    help="let plans change the job (LoRA / QLoRA instead of training, pure "
                         "16-bit, 8-bit or factored optimizers, a shorter context ...); without "

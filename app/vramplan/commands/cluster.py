@@ -12,9 +12,8 @@ token budget, the memory of the rank that decides the fit. JSON: {"job", "front"
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ._output import add_format_arg, dump_json, emit, table
-
-GiB = 2**30
+from ..units import GiB
+from ._output import add_format_arg, add_margin_arg, add_max_gpus_arg, dump_json, emit, table
 
 
 def register(subparsers) -> None:
@@ -39,8 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--gpu", required=True, metavar="ID", help="the GPU type (`vramplan gpus`)")
     p.add_argument("--precision", default="bf16-mixed", help="default bf16-mixed")
     p.add_argument("--optimizer", default="adamw", help="default adamw")
-    p.add_argument("--max-gpus", type=int, default=1024, metavar="N",
-                   help="the most GPUs (default 1024)")
+    add_max_gpus_arg(p, 1024)
     p.add_argument("--gpus-per-node", type=int, metavar="N",
                    help="GPUs in one NVLink domain (default: the hwdb system of this GPU, "
                         "else 8)")
@@ -49,9 +47,8 @@ def register(subparsers) -> None:
                         "ports, else 50)")
     p.add_argument("--token-budget", type=float, default=1e12, metavar="TOKENS",
                    help="tokens the run trains on, for GPU-hours (default 1e12)")
-    p.add_argument("--safety-margin", "--headroom", dest="safety_margin", metavar="SHARE|SIZE",
-                   help="memory kept free per GPU, as the scenario key safety_margin ('5%%', "
-                        "0.05 or '2 GiB'; default 0, the estimate's own limit: usable memory)")
+    add_margin_arg(p, "--safety-margin", "--headroom", dest="safety_margin",
+                   default="0 (the limit is usable memory)")
     add_format_arg(p, ("table", "json"))
     p.set_defaults(func=run)
 

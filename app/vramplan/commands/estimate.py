@@ -12,11 +12,11 @@ from ..errors import VramplanError
 from ..scenario import MODELLESS_TASKS
 from ..workloads.diffusion.family import LORA_TARGETS
 from ..report.ranks import text_lines as rank_text_lines
+from ..units import GiB
 from ._output import dump_json, emit, table
 from ._plan import (METAVARS, add_scenario_flags, architecture_arg,  # noqa: F401 (the names
                     flags_given, scenario_from_args)                # tests and callers import)
 
-GiB = 2**30
 NO_GPU = "no GPU given: pass --gpu ID (see `vramplan gpus`)"
 # LoRA target names the diffusion workload counts (its family declares them; the scenario
 # validation refuses any other)

@@ -22,10 +22,10 @@ import os
 from pathlib import Path
 
 from ..errors import VramplanError
+from ..units import GiB
 from ._output import add_format_arg, dump_json, emit, table, to_csv
 from ._plan import add_scenario_flags, plan_of
 
-GiB = 2**30
 FULL_TABLE = 48          # rows a table prints in full; larger grids print the summary
 
 
