@@ -13,6 +13,12 @@ Layer kinds, from each config class's defaults (transformers 4.5x):
 * nemotron_h (NemotronHConfig, models/nemotron_h): `hybrid_override_pattern`, one character per
   block: "M" Mamba2, "*" attention (full), "-" an MLP-only block (no token mixer); its MoE
   blocks ("E") are not read.
+* falcon_h1 (FalconH1Config, models/falcon_h1): `layers_block_type` is "hybrid" for every layer
+  (its `layer_types`): attention and a Mamba2 mixer in parallel -> parallel_hybrid
+  (catalog/mixers.py). Its Mamba2 width is `mamba_d_ssm` (else `mamba_expand * hidden_size`),
+  `mamba_d_head` "auto" is that width // `mamba_n_heads`; the gated RMSNorm exists only with
+  `mamba_rms_norm` (default False); out_proj's bias is `projectors_bias`. The muP multipliers
+  (`*_multiplier(s)`) scale activations and have no memory of their own.
 Other model types (Mistral's single `sliding_window` included) keep every layer full.
 """
 from __future__ import annotations
@@ -45,6 +51,8 @@ def _kinds(r, mt: str, layers: int) -> tuple:
     if mt == "qwen3_next":
         n = r.int("full_attention_interval", default=4)
         return tuple("linear" if (i + 1) % n else "full" for i in range(layers))
+    if mt == "falcon_h1":
+        return ("parallel_hybrid",) * layers
     if mt == "nemotron_h":
         pattern = r.cfg.get("hybrid_override_pattern")
         kinds = {"M": "mamba", "*": "full", "-": "mlp"}
@@ -61,7 +69,31 @@ def _kinds(r, mt: str, layers: int) -> tuple:
     return ()
 
 
+def _falcon_h1_mamba(r) -> dict:
+    """FalconH1Mixer's dims (FalconH1Config.__post_init__ / FalconH1Mixer.__init__)."""
+    hidden, heads = r.int("hidden_size"), r.int("mamba_n_heads", default=128)
+    inner = r.int("mamba_d_ssm", default=None) or r.int("mamba_expand", default=2) * hidden
+    if inner % heads:
+        raise _bad(f"'mamba_n_heads' ({heads}) must divide the Mamba2 width "
+                   f"'mamba_d_ssm' ({inner})")
+    head_dim = inner // heads if r.cfg.get("mamba_d_head", "auto") == "auto" \
+        else r.int("mamba_d_head")
+    if head_dim * heads != inner:
+        raise _bad(f"'mamba_d_head' ({head_dim}) x 'mamba_n_heads' ({heads}) must equal "
+                   f"'mamba_d_ssm' ({inner})")
+    return {"type": "mamba", "heads": heads, "head_dim": head_dim,
+            "state": r.int("mamba_d_state", default=256),
+            "groups": r.int("mamba_n_groups", default=1),
+            "kernel": r.int("mamba_d_conv", default=4),
+            "conv_bias": r.bool("mamba_conv_bias", True),
+            "proj_bias": r.bool("mamba_proj_bias", False),
+            "out_bias": r.bool("projectors_bias", False),
+            "gated_norm": r.bool("mamba_rms_norm", False)}
+
+
 def _mixer(r, kinds: tuple) -> dict | None:
+    if "parallel_hybrid" in kinds:
+        return _falcon_h1_mamba(r)
     if "linear" in kinds:
         return {"type": "linear", "nk": r.int("linear_num_key_heads"),
                 "nv": r.int("linear_num_value_heads"), "dk": r.int("linear_key_head_dim"),
@@ -94,6 +126,8 @@ def extras(r, mt: str) -> dict:
     if mt == "glm4_moe":  # Glm4MoeAttention: q_norm / k_norm when use_qk_norm (GLM-4.5, not
         # -Air); Glm4MoeTopkRouter: weight + e_score_correction_bias (transformers glm4_moe)
         return {"qk_norm": r.bool("use_qk_norm", False), "router_bias_correction": True}
+    if mt == "falcon_h1":  # FalconH1Attention: o_proj biased like q / k / v (attention_bias)
+        return {"o_bias": r.bool("attention_bias", False)}
     if mt == "granitemoehybrid":  # GraniteMoeSharedMLP has no gate
         return {"shared_gate": False}
     if mt in ("olmoe", "olmo2"):  # OlmoeAttention / Olmo2Attention: q_norm over all query

@@ -22,6 +22,14 @@ code, each cited where it is read):
   Nemotron-H's NemotronHMamba2Mixer has the same weights (models/nemotron_h).
 * `mlp`: a Nemotron-H block that is only an MLP (NemotronHBlock with block_type "mlp"): no token
   mixer and no cache; the other Nemotron-H blocks have no MLP.
+* `parallel_hybrid`: Falcon-H1 (models/falcon_h1/modeling_falcon_h1.py, FalconH1DecoderLayer):
+  every layer runs full attention (FalconH1Attention: q, k, v, o) AND a Mamba2 mixer
+  (FalconH1Mixer) on the same normed input, sums their outputs, then an MLP. Its weights are
+  both mixers'; its cache (transformers 5.23 cache_utils `LinearAttentionAndFullAttentionLayer`,
+  the "hybrid" entry of LAYER_TYPE_MAPPING that FalconH1Config.layers_block_type names for
+  every layer) keeps K / V per token AND the Mamba2 conv / SSM state. FalconH1Mixer differs
+  from Granite's in its inner width (`mamba_d_ssm`), an optional gated RMSNorm
+  (`mamba_rms_norm`; nn.Identity otherwise) and out_proj's bias (`projectors_bias`).
 
 Attention sinks (gpt-oss `GptOssAttention.sinks`: one learned logit per head) and Qwen3-Next's
 output gate (`attn_output_gate`: q_proj emits a gate as wide as the queries) add parameters.
@@ -29,7 +37,11 @@ output gate (`attn_output_gate`: q_proj emits a gate as wide as the queries) add
 from __future__ import annotations
 
 ATTENTION_KINDS = ("full", "sliding", "chunked")
-KINDS = ATTENTION_KINDS + ("linear", "mamba", "mlp")   # mlp: a block without a token mixer
+PARALLEL = "parallel_hybrid"   # full attention + Mamba2 side by side in one layer (Falcon-H1)
+KINDS = ATTENTION_KINDS + ("linear", "mamba", "mlp", PARALLEL)   # mlp: no token mixer
+GROWING = ("full", PARALLEL)                    # K / V of every token
+STATEFUL = ("linear", "mamba", PARALLEL)        # a constant conv + recurrent state
+WITH_ATTENTION = ATTENTION_KINDS + (PARALLEL,)  # softmax attention (scores, q / k norms)
 
 
 def linear_params(m: dict, hidden: int) -> int:
@@ -47,8 +59,8 @@ def mamba_params(m: dict, hidden: int) -> int:
     proj_bias = m.get("proj_bias", False)
     n = hidden * (inner + conv + m["heads"]) + (inner + conv + m["heads"]) * proj_bias
     n += conv * m["kernel"] + conv * m.get("conv_bias", True)
-    n += 3 * m["heads"] + inner + inner * hidden + hidden * proj_bias
-    return n
+    n += 3 * m["heads"] + inner * m.get("gated_norm", True) + inner * hidden
+    return n + hidden * m.get("out_bias", proj_bias)
 
 
 def state_elements(arch) -> tuple[int, int]:
@@ -77,7 +89,8 @@ def adjust_breakdown(arch, out: dict) -> None:
     gates and attention-only q/k norms (in place)."""
     x, h = arch.extra, arch.hidden
     n_att = count(arch, ATTENTION_KINDS)
-    others = arch.layers - n_att
+    n_par = count(arch, (PARALLEL,))        # attention + Mamba2 in one layer
+    others = arch.layers - n_att - n_par    # layers without attention
     attn = out["attention"] // max(1, arch.layers)
     q_out = arch.heads * arch.head_dim
     if x.get("attn_output_gate"):
@@ -90,7 +103,7 @@ def adjust_breakdown(arch, out: dict) -> None:
     mixer = (linear_params(m, h) if m.get("type") == "linear"
              else mamba_params(m, h) if m.get("type") == "mamba" else attn)
     n_mlp = count(arch, ("mlp",))
-    out["attention"] = n_att * attn + (others - n_mlp) * mixer
+    out["attention"] = n_att * attn + (others - n_mlp) * mixer + n_par * (attn + mixer)
     if n_mlp:               # Nemotron-H: the MLP lives in its own blocks only
         out["mlp"] = n_mlp * arch._mlp(arch.ffn)
     if x.get("qk_norm"):    # q_norm / k_norm only on the attention layers

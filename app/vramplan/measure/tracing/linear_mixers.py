@@ -37,7 +37,7 @@ import torch
 from torch._subclasses.fake_tensor import is_fake
 
 CHUNK = 64          # fla's chunk_size (the width of A per token and value head)
-MAMBA_MODULES = ("granitemoehybrid", "nemotron_h", "bamba")
+MAMBA_MODULES = ("granitemoehybrid", "nemotron_h", "bamba", "falcon_h1")
 
 
 class Mamba2Combined(torch.autograd.Function):

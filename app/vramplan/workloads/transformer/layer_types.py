@@ -18,6 +18,9 @@ Per decoder layer (`TransformerArch.layer_kinds`, catalog/layer_config.py):
   transformers (torch_chunk_gated_delta_rule and the fla kernels return the final state in
   float32); Mamba2 states and every state under vLLM (mamba_ssm_cache_dtype "auto") take the
   model dtype. fp8 KV (`kv_cache_dtype`) applies to the attention layers only.
+* parallel hybrid (Falcon-H1: attention and Mamba2 side by side in every layer; transformers
+  5.23 `LinearAttentionAndFullAttentionLayer`, a DynamicLayer and a LinearAttentionLayer in one):
+  both, the sum of the two rules above: K and V of every token AND the Mamba2 state.
 
 Models without layer kinds (every layer full attention) give exactly `tokens *
 kv_bytes_per_token`, the formula used before per-layer kinds existed.
@@ -38,8 +41,8 @@ def _per_layer_token(arch, kv_b: float, mla_latent: bool) -> int:
 
 
 def state_bytes(arch, kv_b: float, engine: str = "hf") -> int:
-    """Constant state one sequence keeps over all linear / Mamba2 layers."""
-    n = mixers.count(arch, ("linear", "mamba"))
+    """Constant state one sequence keeps over all linear / Mamba2 (and parallel) layers."""
+    n = mixers.count(arch, mixers.STATEFUL)
     if not n:
         return 0
     conv, rec = mixers.state_elements(arch)
@@ -52,7 +55,8 @@ def growth_per_token(arch, kv_b: float, tp: int = 1, mla_latent: bool = True) ->
     """Bytes the cache grows per token once past every window: the full-attention layers'."""
     if not is_hybrid(arch):
         return arch.kv_bytes_per_token(kv_b, mla_latent=mla_latent) // max(1, tp)
-    return mixers.count(arch, ("full",)) * _per_layer_token(arch, kv_b, mla_latent) // max(1, tp)
+    return mixers.count(arch, mixers.GROWING) * _per_layer_token(arch, kv_b, mla_latent) \
+        // max(1, tp)
 
 
 def cache_fn(arch, kv_b: float, tp: int = 1, *, mla_latent: bool = True, engine: str = "hf",
@@ -63,7 +67,7 @@ def cache_fn(arch, kv_b: float, tp: int = 1, *, mla_latent: bool = True, engine:
         kvpt = arch.kv_bytes_per_token(kv_b, mla_latent=mla_latent) // tp
         return lambda t: t * kvpt
     per = _per_layer_token(arch, kv_b, mla_latent)
-    full = mixers.count(arch, ("full",))
+    full = mixers.count(arch, mixers.GROWING)
     windowed = mixers.count(arch, ("sliding", "chunked"))
     state = state_bytes(arch, kv_b if state_b is None else state_b, engine)
     w = arch.window
@@ -78,7 +82,7 @@ def one_layer_bytes(arch, total, seqs, tokens: int, kv_b: float, tp: int = 1,
     """The largest single layer's cache of `seqs` sequences at `tokens` (what DynamicCache's
     torch.cat copies, one layer at a time): `total // layers` for uniform models, one
     full-attention layer's for hybrids (the windowed layers and states are smaller)."""
-    full = mixers.count(arch, ("full",))
+    full = mixers.count(arch, mixers.GROWING)
     if not is_hybrid(arch) or not full:   # Llama 3.2 Vision: its self-attention layers only
         return total // max(1, arch.layers - getattr(arch, "cross_layers", 0))
     return seqs * tokens * _per_layer_token(arch, kv_b, mla_latent) // max(1, tp)
@@ -89,14 +93,18 @@ def note(arch, kv_b: float) -> str:
     if not is_hybrid(arch):
         return ""
     per = _per_layer_token(arch, kv_b, True)
+    n_par = mixers.count(arch, (mixers.PARALLEL,))
     parts = [f"{mixers.count(arch, ('full',))} full-attention layers grow by {per:,} B/token each"]
+    if n_par:
+        parts = [f"{n_par} parallel attention + Mamba2 layers grow by {per:,} B/token each"]
     for kind, what in (("sliding", "sliding-window"), ("chunked", "chunked local-attention")):
         n = mixers.count(arch, (kind,))
         if n:
             parts.append(f"{n} {what} layers keep at most {arch.window:,} tokens")
-    n = mixers.count(arch, ("linear", "mamba"))
+    n = mixers.count(arch, mixers.STATEFUL)
     if n:
         kind = "Gated DeltaNet" if arch.mixer["type"] == "linear" else "Mamba2"
-        parts.append(f"{n} {kind} layers keep a constant state "
+        who = "and their Mamba2 mixers keep" if n_par else f"{n} {kind} layers keep"
+        parts.append(f"{who} a constant state "
                      f"({state_bytes(arch, kv_b):,} B per sequence in all)")
     return "per-layer KV cache: " + "; ".join(parts)

@@ -29,7 +29,13 @@ packages installed (`use_kernel_func_from_hub_with_fallback`, integrations/hub_k
   MambaSplitConv1dScanCombinedFn (mamba_ssm/ops/triton/ssd_combined.py, state-spaces/
   mamba@e9594ce1) saves zxbcdt (in_proj's output: 2 inner + 2 groups d_state + heads wide),
   out_x (inner) and the norm's rstd (fp32, one per group); the conv output, the gated norm's
-  output and out_proj's input are recomputed in backward. Plus in_proj's own input.
+  output and out_proj's input are recomputed in backward. Plus in_proj's own input. Without
+  the gated norm (Falcon-H1's `mamba_rms_norm` False: rmsnorm_weight None) there is no rstd.
+* A parallel hybrid layer (Falcon-H1, FalconH1DecoderLayer.forward) runs both mixers on the same
+  normed input, each on its own scaled copy (`hidden_states * attention_in_multiplier`, and
+  FalconH1Mixer's `hidden_states * ssm_in_multiplier`: two new tensors, each saved by its
+  projections): the attention core + the Mamba2 core, one norm, one MLP. The output
+  multipliers and the sum save nothing.
 
 The tracer emulates the same kernels on a CPU trace (measure/tracing/linear_mixers.py).
 """
@@ -93,7 +99,8 @@ def mamba_core(arch, k: Kernels, keep: dict) -> float:
     inner = m["heads"] * m["head_dim"]
     zxbcdt = 2 * inner + 2 * m["groups"] * m["state"] + m["heads"]
     c = lin if keep["qkv"] else 0
-    return (c + p * zxbcdt + p * inner + 4 * m["groups"]) / h
+    rstd = 4 * m["groups"] if m.get("gated_norm", True) else 0
+    return (c + p * zxbcdt + p * inner + rstd) / h
 
 
 # q_norm / k_norm classes (transformers 5.23): Gemma-style (Gemma3RMSNorm, Qwen3NextRMSNorm:
@@ -137,7 +144,7 @@ def hybrid_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
     kinds = arch.layer_kinds
     m = arch.mixer or {}
     if not kinds or m.get("type") not in ("linear", "mamba"):
-        n_att = mixers.count(arch, mixers.ATTENTION_KINDS)
+        n_att = mixers.count(arch, mixers.WITH_ATTENTION)
         return 0.0, (n_att / len(kinds) if kinds else 1.0)
     keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
     hid_drop = dropout_flags(arch, True)[0] if k.dropout else False
@@ -150,13 +157,13 @@ def hybrid_adjust(arch, k: Kernels, c: float, lora_inputs: dict | None = None
     total = 0.0
     for kind in kinds:
         mixer = attn if kind in mixers.ATTENTION_KINDS else core if kind in ("linear", "mamba") \
-            else None
+            else attn + core if kind == mixers.PARALLEL else None
         if own_blocks:
             layer = mlp_half if mixer is None else attn_half - attn + mixer
         else:
             layer = attn_half - attn + mixer + mlp_half
         total += layer - c
-    n_att = mixers.count(arch, mixers.ATTENTION_KINDS)
+    n_att = mixers.count(arch, mixers.WITH_ATTENTION)
     return total / len(kinds), n_att / len(kinds)
 
 

@@ -74,8 +74,9 @@ def attention_flops(arch, context: float) -> float:
     else:
         qk = v = arch.heads * arch.head_dim
     if arch.layer_kinds:   # windowed layers attend to at most `window` keys; linear / Mamba2
-        # layers' state update is a matmul of their projections (counted in matmul_params)
-        full = sum(k == "full" for k in arch.layer_kinds)
+        # layers' state update is a matmul of their projections (counted in matmul_params);
+        # a parallel hybrid layer (Falcon-H1) attends to every key besides its Mamba2
+        full = sum(k in ("full", "parallel_hybrid") for k in arch.layer_kinds)
         windowed = sum(k in ("sliding", "chunked") for k in arch.layer_kinds)
         return 2.0 * (qk + v) * (full * context + windowed * min(context, arch.window))
     return 2.0 * context * (qk + v) * arch.total_layers
