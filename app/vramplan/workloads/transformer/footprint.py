@@ -16,7 +16,6 @@ from ...hardware.capabilities import compute_dtype, plan_warnings
 from ...vec import int_or, shown, to_int, vmax
 from ...vec import peak as peak_of
 from ...scenario.rules import max_positions, vllm_batched_tokens
-from .. import stack_mechanisms
 from ..base import Footprint
 from . import (encdec, engine, formats, layer_types, mixer_activations, moe_buffers,
                offload_inference, speculative, traffic)
@@ -138,12 +137,10 @@ class _Ctx(Training, StackHooks):
     def kernels(self, training: bool) -> Kernels:
         att = self.sc.attention or "sdpa"
         hid, attn = dropout_flags(self.arch, training)   # the config's probabilities
-        topk = moe_buffers.dense_routing(self.arch) and stack_mechanisms.use(
-            self.notes, self.stack, "topk-moe-routing")   # the stack's own Llama 4 MoE
         return Kernels(p=self.p, mixed=self.mixed and not self.fsdp_mp, attention=att,
                        dropout=hid or attn, compile="compile" in self.opts,
                        float8="float8-linears" in self.opts, legacy=self.legacy,
-                       dense_moe=not topk)
+                       dense_moe=moe_buffers.routes_densely(self.arch, self.notes, self.stack))
 
     @property
     def fsdp_mp(self) -> bool:

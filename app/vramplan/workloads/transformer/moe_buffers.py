@@ -39,6 +39,8 @@ it divides the dense block's (footprint.generate).
 """
 from __future__ import annotations
 
+from .. import stack_mechanisms
+
 DENSE_ROUTING = {"llama4_text", "llama4"}   # Llama4TextMoe: every token through every expert
 BIASED = {"gpt_oss"}          # @use_experts_implementation(..., has_bias=True)
 CLAMPED_SWIGLU = {"gpt_oss"}  # GptOssExperts._apply_gate: five S x I tensors at its end
@@ -52,6 +54,15 @@ _SORT_BYTES = 8 + 8 + 8 + 4
 def dense_routing(arch) -> bool:
     """Whether transformers runs every token through every expert (Llama 4)."""
     return arch.is_moe and arch.model_type in DENSE_ROUTING
+
+
+def routes_densely(arch, notes: list, stack) -> bool:
+    """Whether this plan runs transformers' dense routing: a Llama 4 MoE on a stack without
+    its own top-k MoE (stack mechanism topk-moe-routing: torchtitan, torchtune, Megatron; the
+    note is added when it applies). False for every other model (nothing to route densely)."""
+    if not dense_routing(arch):
+        return False
+    return not stack_mechanisms.use(notes, stack, "topk-moe-routing")
 
 
 def _grouped(arch, p: int) -> float:
