@@ -1,5 +1,7 @@
-"""Shared fixtures: torch's threads; for the planner's tests (test_ui*.py) the hardware database,
-a page with no link in the environment, and a kernel whose loop runs callbacks at once."""
+"""Shared fixtures: torch's threads; a fake pynvml installed (the live tests); for the planner's
+tests (test_ui*.py) the hardware database, a page with no link in the environment, and a
+kernel whose loop runs callbacks at once."""
+import sys
 import threading
 import types
 
@@ -14,6 +16,15 @@ def torch_two_threads():
     torch.set_num_threads(2)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture
+def nvml(monkeypatch):
+    """`nvml(module)` installs a fake pynvml (tests/test_live.py fake_nvml) for the test."""
+    def install(mod):
+        monkeypatch.setitem(sys.modules, "pynvml", mod)
+        return mod
+    return install
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """live: NVML probe / monitor against a fake pynvml; max-batch search against a fake torch.cuda;
 every failure is one clear message and exit status 2."""
-import sys
 import types
 
 import pytest
@@ -57,14 +56,6 @@ def fake_nvml(gpus=None, init_error=None, broken=()):
         types.SimpleNamespace(pid=p, usedGpuMemory=b) for p, b in gpus[h].get("procs", [])]
     m.nvmlDeviceGetGraphicsRunningProcesses = lambda h: []
     return m
-
-
-@pytest.fixture
-def nvml(monkeypatch):
-    def install(mod):
-        monkeypatch.setitem(sys.modules, "pynvml", mod)
-        return mod
-    return install
 
 
 H200 = {"name": "NVIDIA H200", "total": 141 * GiB, "used": 30 * GiB, "procs": [(4242, 29 * GiB)]}

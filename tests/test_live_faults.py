@@ -124,14 +124,6 @@ def gpu(monkeypatch):
     return install
 
 
-@pytest.fixture
-def nvml(monkeypatch):
-    def install(mod):
-        monkeypatch.setitem(sys.modules, "pynvml", mod)
-        return mod
-    return install
-
-
 def no_module(monkeypatch, name):
     monkeypatch.setitem(sys.modules, name, None)    # `import name` raises ImportError
 
