@@ -1,9 +1,10 @@
 """The one pass as a form reads it: `Resolution(given, gpu)` resolves the given keys once
 (`Scenario.from_dict`: every problem at once) and says, per row of the key table, whether the
-key applies to this model and task, its choices and bounds, the value given and the value it
-takes when left empty (read from the resolved scenario, so every derivation the pass makes,
-the rows' `derive` couplings, precision by GPU, seq_len by positions, the model's own sizes,
-a stack's optimizer, shows as it is). `form.fields` / `form.check` are views of it.
+key applies to this model and task, its choices and bounds (each row's own `choices_of` /
+`bounds_of`), the value given and the value it takes when left empty (read from the resolved
+scenario, so every derivation the pass makes, the rows' `derive` couplings, precision by GPU,
+seq_len by positions, the model's own sizes, a stack's optimizer, shows as it is).
+`form.fields` / `form.check` are views of it.
 
 `given` is the given keys as the scenario takes them, nested (`{"lora": {"rank": 32}}`, the
 shape of `Scenario.given_dict()`, a scenario file and `parse_query`); a page edits one key by
@@ -19,18 +20,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalog import list_models
-from ..catalog.stacks import choices as stack_choices
 from ..errors import ScenarioError
-from ..hardware import default_db
 from ..vocab import TASKS
 from . import keys as K
 from .build import model_of
 from .collect import ScenarioErrors, given_only, message_of
 from .keys import BY_NAME, derive, subkeys
 from .model import Scenario
-from .rules import (default_task, max_positions, model_given, offload_choices, option_choices,
-                    position_limit, precisions_for, supported_tasks)
+from .rules import default_task, max_positions, model_given, supported_tasks
 from .schema import Key
 
 __all__ = ["Resolution", "Row", "get_path", "with_path", "without_path", "entry_of", "entries",
@@ -246,27 +243,15 @@ class Resolution:
         return not k.model_given or k.name in self.model_decides
 
     def choices(self, k: Key) -> tuple | None:
-        t, fam, d = self.task, self.family, self.given if isinstance(self.given, dict) else {}
-        if k.name == "task":
-            return supported_tasks(fam) if self.spec is not None or d.get("model") is None \
-                and d.get("architecture") is None else TASKS
-        if k.name == "precision":
-            return precisions_for(t)
-        if k.name == "options":
-            return option_choices(t, fam)
-        if k.name == "offload":
-            return offload_choices(t, fam)
-        if k.name == "model":
-            return tuple(m.id for m in list_models())
-        if k.name == "gpu":
-            return tuple(dev.id for dev in default_db().devices)
-        if k.name == "stack":                 # the stacks that run this family and task
-            return stack_choices(fam, t)
+        """The key's choices for this draft: its row's `choices_of` (the model's tasks, the
+        task's precisions, the stacks of this family and task...), else its fixed choices."""
+        if k.choices_of is not None:
+            return k.choices_of(self)
         return tuple(k.choices) if k.choices is not None else None
 
     def bounds(self, k: Key) -> tuple:
-        lim = position_limit(self.spec) if k.name == "seq_len" else None
-        return k.lo, (lim[0] if lim is not None else k.hi)
+        """(lo, hi): its row's `bounds_of` (seq_len: the model's positions), else the row's."""
+        return k.bounds_of(self) if k.bounds_of is not None else (k.lo, k.hi)
 
     def rows(self) -> list[Row]:
         """The keys that apply to this model and task, in table order (an object key's

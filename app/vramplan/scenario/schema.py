@@ -56,6 +56,11 @@ class Key:
     flag: str | None = None
     derive: Callable[[dict], Any] | None = None
     shown_for: Callable[[Any], bool] | None = None   # the form shows it for these models only
+    # this draft's choices / (lo, hi) where they depend on it (the model's tasks, the task's
+    # precisions, the positions): f(ctx), ctx the one pass as a form reads it
+    # (`resolution.Resolution`: .task, .family, .spec, .given); None: `choices` / lo, hi
+    choices_of: Callable[[Any], tuple | None] | None = None
+    bounds_of: Callable[[Any], tuple] | None = None
 
     @property
     def parent(self) -> str | None:
