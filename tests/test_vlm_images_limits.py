@@ -93,21 +93,42 @@ def test_an_image_past_the_aspect_ratio_200_is_refused_by_name():
 
 def test_images_past_the_positions_are_refused_with_the_numbers():
     """Qwen2.5-VL has 128,000 positions. generate: seq_len 100,000 + new_tokens 256 + 2 photos
-    of 6000 x 4000 x 16,224 = 132,704 > 128,000: refused naming `images`; one photo, 116,480,
-    fits. Training at seq_len 120,000 + 16,224 = 136,224 is refused too. Before, neither was."""
+    of 6000 x 4000 x 16,224 = 132,704 > 128,000: refused naming `seq_len`, which fits up to
+    128,000 - 256 - 32,448 = 95,296 with them; one photo, 116,480, fits. Training at seq_len
+    120,000 + 16,224 = 136,224 is refused too. 8 photos, 8 x 16,224 = 129,792 tokens, leave no
+    room for any seq_len (512 + 129,792 = 130,304): refused naming `images`. Before, none was
+    refused."""
     base = {"model": QWEN25, "gpu": "H100", "image_size": [4000, 6000]}
     with pytest.raises(ScenarioError) as exc:
         Scenario.from_dict({**base, "task": "generate", "seq_len": 100_000,
                             "new_tokens": 256, "images": 2})
-    assert exc.value.key == "images"
-    assert all(x in str(exc.value) for x in ("100,256", "16,224", "132,704", "128,000"))
+    assert exc.value.key == "seq_len"
+    assert all(x in str(exc.value) for x in ("100,000", "256", "16,224", "132,704", "128,000",
+                                             "95,296"))
+    Scenario.from_dict({**base, "task": "generate", "seq_len": 95_296, "new_tokens": 256,
+                        "images": 2})
     Scenario.from_dict({**base, "task": "generate", "seq_len": 100_000, "new_tokens": 256,
                         "images": 1})
     bad = {**base, "task": "train", "seq_len": 120_000, "images": 1}
     with pytest.raises(ScenarioError) as exc:
         Scenario.from_dict(bad)
-    assert exc.value.key == "images" and "136,224" in str(exc.value)
-    assert "images" in form.check(bad)
+    assert exc.value.key == "seq_len" and "136,224" in str(exc.value)
+    assert "seq_len" in form.check(bad)
+    with pytest.raises(ScenarioError) as exc:
+        Scenario.from_dict({**base, "task": "train", "seq_len": 512, "images": 8})
+    assert exc.value.key == "images" and "130,304" in str(exc.value)   # 512 + 129,792
+
+
+def test_the_longest_context_keeps_the_images():
+    """generate's longest context searches seq_len by Scenario.replace; the images stay in the
+    scenario, so it is at most 95,296 with 2 photos (above)."""
+    s = Scenario.from_dict({"model": QWEN25, "gpu": "H200", "task": "generate", "images": 2,
+                            "image_size": [4000, 6000]})
+    assert s.replace(seq_len=1000).images == 2
+    with pytest.raises(ScenarioError):
+        s.replace(seq_len=95_297)
+    e = estimate(s.to_dict())
+    assert 0 < e.max_context <= 95_296 and e.scenario.images == 2
 
 
 def test_llama_vision_images_take_no_text_positions():

@@ -327,5 +327,5 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
                 extra[k.name] = v
     f["extra"] = extra
     # images / image_size against the model and, with their tokens, its positions
-    check_images(spec, extra, (f["seq_len"] or 0) + (f["new_tokens"] or 0))
+    check_images(spec, extra, f["seq_len"], f["new_tokens"] or 0)
     return f

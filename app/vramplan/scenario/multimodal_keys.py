@@ -60,13 +60,12 @@ MULTIMODAL_KEYS = (
 )
 
 
-def check_images(spec, extra: dict, text_tokens: int | None = None) -> None:
+def check_images(spec, extra: dict, seq_len: int | None = None, new_tokens: int = 0) -> None:
     """The rules between the image keys and the model, in the scenario pass (build.fields_of)
     and again in the workload: a model without a vision tower takes neither key; `image_size`
     is required with `images` for the processors that keep the image's resolution and refused
-    for the others; `image_size` alone has no images to size. With `text_tokens` (seq_len +
-    new_tokens), the sequence with its image tokens must fit the model's positions
-    (`check_context`)."""
+    for the others; `image_size` alone has no images to size. With `seq_len`, the sequence with
+    its new tokens and image tokens must fit the model's positions (`check_context`)."""
     from ..catalog.images import is_dynamic, vision_config
     n, size = int(extra.get("images") or 0), extra.get("image_size")
     if spec is None or (not n and size is None):
@@ -84,24 +83,28 @@ def check_images(spec, extra: dict, text_tokens: int | None = None) -> None:
                             "tokens follow it): give image_size [height, width] with images")
     if not n:
         raise ScenarioError("image_size", "give images (per sample) with image_size")
-    if text_tokens:
-        check_context(spec, n, size, text_tokens)
+    if seq_len:
+        check_context(spec, n, size, seq_len, new_tokens or 0)
 
 
-def check_context(spec, images: int, size, text_tokens: int) -> None:
-    """seq_len (+ new_tokens) + images x each image's decoder tokens must fit the positions the
+def check_context(spec, images: int, size, seq_len: int, new_tokens: int = 0) -> None:
+    """seq_len + new_tokens + images x each image's decoder tokens must fit the positions the
     model has (rules.position_limit, the check seq_len alone gets in build.fields_of: the
     image tokens take text positions in Qwen-VL, Gemma 3, Mistral 3 and LLaVA; Llama 3.2
-    Vision's cross-attention memory takes none). Raises ScenarioError('images') with the sum."""
+    Vision's cross-attention memory takes none). The error names `seq_len` with the longest
+    one that fits (so Scenario.replace, which drops a refused key not asked for, keeps the
+    images), or `images` when no seq_len fits them."""
     from ..catalog.images import image_cost
     from .rules import position_limit
     h, w = size if size is not None else (None, None)
     per = image_cost(spec.config, h, w).decoder_tokens
     lim = position_limit(spec)
-    total = text_tokens + images * per
+    total = seq_len + new_tokens + images * per
     if not per or lim is None or total <= lim[0]:
         return
-    raise ScenarioError("images", f"{text_tokens:,} text tokens (seq_len + new_tokens) + "
-                        f"{images} image(s) x {per:,} tokens = {total:,} exceeds the "
-                        f"{lim[0]:,} positions '{spec.id}' has ({lim[1]}); fewer or smaller "
-                        f"images, or a shorter seq_len, fit")
+    room = lim[0] - new_tokens - images * per
+    sum_ = (f"seq_len {seq_len:,} + new_tokens {new_tokens:,} + {images} image(s) x {per:,} "
+            f"tokens = {total:,} exceeds the {lim[0]:,} positions '{spec.id}' has ({lim[1]})")
+    if room < 1:
+        raise ScenarioError("images", f"{sum_}; fewer or smaller images fit")
+    raise ScenarioError("seq_len", f"{sum_}; with these images seq_len fits up to {room:,}")

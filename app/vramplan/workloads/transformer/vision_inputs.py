@@ -52,8 +52,8 @@ def apply(ctx, spec) -> ImagePlan | None:
     n, size = int(getattr(sc, "images", None) or 0), getattr(sc, "image_size", None)
     if not n and size is None:
         return None
-    text = int(sc.seq_len or 0) + int(getattr(sc, "new_tokens", None) or 0)
-    check_images(spec, {"images": n, "image_size": size}, text)   # the scenario pass's rules
+    check_images(spec, {"images": n, "image_size": size}, sc.seq_len,   # the scenario pass's
+                 getattr(sc, "new_tokens", None) or 0)                  # rules
     config = spec.config
     h, w = size if size is not None else (None, None)
     plan = ImagePlan(n, image_cost(config, h, w), cross_attention_layers(config))
