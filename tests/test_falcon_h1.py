@@ -13,8 +13,10 @@ SwiGLU 12288, vocabulary 130049 untied):
 * a layer: 154,241,608; x 44 = 6,786,630,752; + 2 x 130049 x 3072 = 799,021,056 + final norm
   3072 = 7,585,654,880 (the Hub's 7.59B)
 * KV per token per layer 2 x 2 x 128 x 2 B = 1,024 B, all 44 layers grow: 45,056 B/token
-* Mamba2 state per layer (bf16): conv 3584 x 4 + SSM 24 x 128 x 256 = 800,768 elements
-  x 2 B = 1,601,536 B; x 44 = 70,467,584 B per sequence, whatever its length
+* Mamba2 state per layer: conv 3584 x 4 = 14,336 and SSM 24 x 128 x 256 = 786,432 elements;
+  vLLM (model dtype): 800,768 x 2 B x 44 = 70,467,584 B per sequence, whatever its length;
+  transformers 5.23 (the SSM state fp32, layer_types.py): (14,336 x 2 + 786,432 x 4) x 44 =
+  139,673,600 B
 """
 import json
 
@@ -112,10 +114,13 @@ def test_mamba_width_from_d_ssm_or_expand_and_auto_head_dim():
 def test_cache_grows_on_every_layer_and_keeps_the_mamba_state():
     a = get_model(H7B).arch
     assert layer_types.growth_per_token(a, 2) == 44 * 1024 == 45_056
-    assert layer_types.state_bytes(a, 2) == 44 * (3584 * 4 + 24 * 128 * 256) * 2 == 70_467_584
+    assert layer_types.state_bytes(a, 2, "vllm") == 44 * (3584 * 4 + 24 * 128 * 256) * 2 \
+        == 70_467_584
+    hf = 44 * (3584 * 4 * 2 + 24 * 128 * 256 * 4)   # the SSM state in fp32
+    assert layer_types.state_bytes(a, 2) == hf == 139_673_600
     fn = layer_types.cache_fn(a, 2)
-    assert fn(0) == 70_467_584 and fn(4096) == 45_056 * 4096 + 70_467_584
-    assert layer_types.cache_fn(a, 2, tp=2)(4096) == (45_056 * 4096 + 70_467_584) // 2
+    assert fn(0) == hf and fn(4096) == 45_056 * 4096 + hf
+    assert layer_types.cache_fn(a, 2, tp=2)(4096) == (45_056 * 4096 + hf) // 2
     # one layer's K / V is what DynamicCache's torch.cat copies
     assert layer_types.one_layer_bytes(a, fn(4096), 1, 4096, 2) == 1024 * 4096
     assert "44 parallel attention + Mamba2 layers grow by 1,024 B/token" in \
@@ -126,8 +131,8 @@ def test_generate_counts_both_caches():
     e = estimate({"model": H7B, "task": "generate", "gpu": "H100", "seq_len": 4096,
                   "batch_size": 1, "new_tokens": 128}, with_max_batch=False)
     phases = e.footprint.phases   # the prompt, then the last step's s + n - 1 tokens
-    assert phases["prefill"]["kv_cache"] == 45_056 * 4096 + 70_467_584
-    assert phases["decode"]["kv_cache"] == 45_056 * (4096 + 127) + 70_467_584 == 260_739_072
+    assert phases["prefill"]["kv_cache"] == 45_056 * 4096 + 139_673_600
+    assert phases["decode"]["kv_cache"] == 45_056 * (4096 + 127) + 139_673_600 == 329_945_088
 
 
 def test_decode_step_reads_every_layers_kv_and_state():
@@ -174,7 +179,7 @@ def test_estimate_agrees_with_the_real_module(task):
     """Falcon-H1-7B cut to 2 layers, batch 2 x 2048, bf16: the trace of the real module (its
     Mamba2 on the CUDA kernels' emulation, tracing/linear_mixers.py: one combined call per layer
     and training step) against the estimate within 5% (2026-12-02: train -0.7%, 4 layers
-    -1.0%; generate with 16 new tokens -3.6%, at 4 x 2048)."""
+    -1.0%; generate with 16 new tokens -2.7% at 4 layers, 4 x 2048)."""
     pytest.importorskip("torch")
     from vramplan.measure import trace
     from vramplan.measure.tracing.thirdparty import require

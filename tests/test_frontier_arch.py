@@ -149,10 +149,14 @@ def test_qwen3_next_kv_grows_on_12_full_layers_and_keeps_a_constant_state():
 
 def test_granite_h_mamba_state_is_constant():
     """4 attention layers x 2 x 4 kv x 128 x 2 B = 8,192 B/token; 36 Mamba2 layers: conv
-    (3072 + 2 x 128) x 4 = 13,312 and SSM 48 x 64 x 128 = 393,216 values in bf16."""
+    (3072 + 2 x 128) x 4 = 13,312 values in bf16 and SSM 48 x 64 x 128 = 393,216 values in
+    fp32 (transformers 5.23 keeps mamba_ssm's float32 final state: layer_types.py); vLLM keeps
+    both in bf16."""
     g, fn = _growth("ibm-granite/granite-4.0-h-tiny")
     assert g == 8192
-    assert fn(0) == 36 * (13_312 + 393_216) * 2
+    assert fn(0) == 36 * (13_312 * 2 + 393_216 * 4)
+    a = get_model("ibm-granite/granite-4.0-h-tiny").arch
+    assert layer_types.state_bytes(a, 2, "vllm") == 36 * (13_312 + 393_216) * 2
 
 
 def test_llama4_chunked_layers_keep_8192_tokens():
@@ -192,7 +196,8 @@ def test_nemotron_h_blocks_by_hand():
     4 attention blocks (4096 x (4096 + 2 x 1024) + 4096 x 4096), 24 MLP-only blocks
     (relu2: 2 x 4096 x 21504), one norm per block + the final one, untied 131072 x 4096
     embeddings and head. Cache: 4 x 2 x 8 x 128 x 2 B = 16,384 B/token; state 24 x
-    ((8192 + 2 x 8 x 128) x 4 + 128 x 64 x 128) x 2 B = 52,297,728 B."""
+    ((8192 + 2 x 8 x 128) x 4 x 2 B + 128 x 64 x 128 x 4 B) = 102,629,376 B (the SSM state in
+    fp32 under transformers 5.23; vLLM: both in bf16, 52,297,728 B)."""
     a = get_model("nvidia/Nemotron-H-8B-Base-8K").arch
     mamba = 4096 * 18560 + 10240 * 4 + 10240 + 3 * 128 + 8192 + 8192 * 4096
     attn = 4096 * 6144 + 4096 * 4096
@@ -200,7 +205,8 @@ def test_nemotron_h_blocks_by_hand():
     assert a.param_count() == (24 * mamba + 4 * attn + 24 * mlp + 53 * 4096
                                + 2 * 131072 * 4096) == 8_100_852_736
     g, fn = _growth("nvidia/Nemotron-H-8B-Base-8K")
-    assert g == 16_384 and fn(0) == 52_297_728
+    assert g == 16_384 and fn(0) == 102_629_376
+    assert layer_types.state_bytes(a, 2, "vllm") == 52_297_728
 
 
 def test_decode_copies_one_full_layer_of_a_hybrid():

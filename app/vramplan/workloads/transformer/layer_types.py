@@ -14,10 +14,14 @@ Per decoder layer (`TransformerArch.layer_kinds`, catalog/layer_config.py):
 * linear attention (Qwen3-Next Gated DeltaNet, `Qwen3NextDynamicCache`) and Mamba2 (Granite
   4.0-H / Nemotron-H, `HybridMambaAttentionDynamicCache`; vLLM's MambaManager: one state per
   request): a conv state `[conv_dim, kernel]` and a recurrent / SSM state, whatever the length
-  (catalog/mixers.state_elements). The Gated DeltaNet recurrent state is fp32 under
-  transformers (torch_chunk_gated_delta_rule and the fla kernels return the final state in
-  float32); Mamba2 states and every state under vLLM (mamba_ssm_cache_dtype "auto") take the
-  model dtype. fp8 KV (`kv_cache_dtype`) applies to the attention layers only.
+  (catalog/mixers.state_elements). The recurrent state is fp32 under transformers 5.23: the
+  Gated DeltaNet's (torch_chunk_gated_delta_rule and the fla kernels return the final state in
+  float32) and Mamba2's (mamba_ssm's _state_passing_fwd allocates final_states in float32,
+  state-spaces/mamba@e9594ce1 ssd_state_passing.py; Granite 4.0-H, Nemotron-H and Falcon-H1
+  hand it to `cache.update_recurrent_state`, whose LinearAttentionLayer.lazy_initialization
+  keeps `zeros_like` of it, and the decode kernel updates it in place); the conv states and
+  every state under vLLM (mamba_ssm_cache_dtype "auto") take the model dtype. fp8 KV
+  (`kv_cache_dtype`) applies to the attention layers only.
 * parallel hybrid (Falcon-H1: attention and Mamba2 side by side in every layer; transformers
   5.23 `LinearAttentionAndFullAttentionLayer`, a DynamicLayer and a LinearAttentionLayer in one):
   both, the sum of the two rules above: K and V of every token AND the Mamba2 state.
@@ -47,7 +51,7 @@ def state_bytes(arch, kv_b: float, engine: str = "hf") -> int:
         return 0
     conv, rec = mixers.state_elements(arch)
     model_b = 4 if kv_b == 4 else 2
-    rec_b = 4 if (engine == "hf" and arch.mixer["type"] == "linear") else model_b
+    rec_b = 4 if engine == "hf" else model_b
     return int(n * (conv * model_b + rec * rec_b))
 
 
