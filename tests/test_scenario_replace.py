@@ -137,3 +137,16 @@ def test_sweep_of_a_scenario_varies_its_given_keys(monkeypatch):
     sweep(sc, {"serving.max_model_len": [1024]}, gpus=[H100], workers=1)
     assert {(s.seq_len, s.serving.max_model_len, s.serving.max_num_batched_tokens)
             for s in seen} == {(1024, 1024, 2048)}
+
+
+def test_the_page_s_model_switch_drops_every_refused_entry():
+    # Llama -> gpt2 (same family): the given seq_len 8192 (gpt2: 1024 positions) and the LoRA
+    # target gate_proj (gpt2 has none) both go; the page used to drop what one check named
+    # (the pass stops at seq_len), leaving gate_proj as an error on the new plan
+    from vramplan.ui.state.state import PlanState
+    st = PlanState(gpu=H100)
+    st.apply({"model": LLAMA, "task": "lora", "seq_len": 8192, "batch_size": 4,
+              "lora": {"rank": 16, "targets": ["q_proj", "gate_proj"]}})
+    st.set_model("gpt2")
+    assert st.draft == {"model": "gpt2", "task": "lora", "batch_size": 4, "lora": {"rank": 16}}
+    assert st.scenario is not None and st.scenario.lora.rank == 16

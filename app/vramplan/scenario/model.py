@@ -25,7 +25,7 @@ from .keys import EXTRA_NAMES
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .resolve import resolve_architecture, resolve_model
 
-__all__ = ["Scenario", "resolve"]
+__all__ = ["Scenario", "resolve", "without_refused"]
 
 
 @dataclass(frozen=True)
@@ -192,18 +192,35 @@ def _refused_entries(d: dict, errors, asked: frozenset) -> dict:
     return out
 
 
-def _resolve_dropping(cls, d: dict, asked: frozenset) -> "Scenario":
-    """`cls.from_dict(d)`; while it refuses given entries that were not `asked` for, without
-    them (each pass names what it refuses; the last error is raised when nothing is left to
-    drop)."""
+def _settle(cls, d: dict, asked: frozenset, gpu: str | None = None):
+    """(Scenario, d, None) of `d` (on `gpu` when given), without the given entries it refuses
+    that were not `asked` for (each pass names what it refuses, so until it resolves);
+    (None, d, ScenarioErrors) when what is left still does not resolve."""
     while True:
         try:
-            return cls.from_dict(d)
+            return cls.from_dict(d if gpu is None else {**d, "gpu": gpu}), d, None
         except ScenarioErrors as exc:
             rest = _refused_entries(d, exc.errors, asked)
             if rest is d:
-                raise
+                return None, d, exc
             d = rest
+
+
+def _resolve_dropping(cls, d: dict, asked: frozenset) -> "Scenario":
+    """`cls.from_dict(d)` without the refused given entries not `asked` for (`_settle`); the
+    pass's ScenarioErrors when the rest does not resolve either."""
+    sc, _, exc = _settle(cls, d, asked)
+    if sc is None:
+        raise exc
+    return sc
+
+
+def without_refused(given: dict, keep=(), gpu: str | None = None) -> dict:
+    """The given keys (a draft: nested, `resolve`'s shape) less the entries the pass refuses
+    on `gpu`, except those in `keep` and the model, architecture and task: what a page keeps
+    when the model changes (a LoRA target, a seq_len or a stack the new model does not take
+    goes; a value it takes stays). The same rule as `Scenario.replace`."""
+    return _settle(Scenario, given_only(given), frozenset(keep), gpu)[1]
 
 
 def resolve(given: Any, gpu: str | None = None, *, base_dir: str | Path | None = None) -> Scenario:

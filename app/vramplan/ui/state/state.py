@@ -27,6 +27,7 @@ from ...hardware import default_db
 from ...scenario import Scenario, ScenarioErrors, resolve
 from ...scenario import form
 from ...scenario.keys import BY_NAME
+from ...scenario.model import without_refused
 from ...scenario.resolution import entries, entry_of, get_path, with_path, without_path
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
                     OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, notice, default_draft,
@@ -214,11 +215,8 @@ class PlanState:
         for name in entries(d):                 # what the new model does not take goes
             if name not in SEED and name not in applies:
                 d = without_path(d, name)
-        for k in form.check(d, self.gpu):       # entries the new model rejects are dropped
-            dk = entry_of(k, d)
-            if dk and dk not in SEED:
-                d = without_path(d, dk)
-        self._commit(d)
+        # entries the new model refuses go, until it resolves (Scenario.replace's rule)
+        self._commit(without_refused(d, gpu=self.gpu))
 
     def set_gpu(self, gpu: str) -> None:
         dev = self.db.get(gpu)
