@@ -19,7 +19,10 @@ no SDPA path in transformers 5.23 (eager only); its GPU path is a flash kernel w
   scan output, heads x head_dim, zxbcdt's dtype), A, D, dt_bias, the norm weight, `rstd` (fp32,
   one per token and group), the out_proj weight / bias; the conv output, the gated norm output
   and out_proj's input are temporaries (recomputed in backward). Under autocast it casts the
-  norm output and out_proj's weight to the autocast dtype for the projection.
+  norm output and out_proj's weight to the autocast dtype for the projection. Falcon-H1's
+  FalconH1Mixer calls it too, with rmsnorm_weight None when `mamba_rms_norm` is false: then
+  the kernel gates the scan output by silu(z) itself and saves no rstd (ssd_combined.py, the
+  `rmsnorm_weight is None` branch).
 * Gated DeltaNet (Qwen3NextGatedDeltaNet): `causal_conv1d_fn` is causal-conv1d's
   `CausalConv1dFn` (saves x, weight, bias; the SiLU is recomputed in backward) and
   `torch_chunk_gated_delta_rule` is fla's `ChunkGatedDeltaRuleFunction` (fla/ops/
@@ -51,8 +54,10 @@ class Mamba2Combined(torch.autograd.Function):
         conv_dim = conv_w.shape[0]
         xbc = zxbcdt.new_empty((b, s, conv_dim))          # causal_conv1d_fwd output (temp.)
         out_x = zxbcdt.new_empty((b, s, heads, head_dim))  # the chunked scan's output
-        rstd = torch.empty((b * s * groups,), dtype=torch.float32, device=zxbcdt.device)
-        out = zxbcdt.new_empty((b, s, inner))              # the gated RMSNorm's output
+        rstd = None if norm_w is None else torch.empty((b * s * groups,), dtype=torch.float32,
+                                                       device=zxbcdt.device)
+        out = zxbcdt.new_empty((b, s, inner))   # the gated RMSNorm's output (without the norm,
+        # Falcon-H1's mamba_rms_norm false: the scan's y * silu(z), the same size)
         del xbc
         w = out_w
         if torch.is_autocast_enabled(zxbcdt.device.type):
@@ -86,7 +91,7 @@ def mamba2_combined(original):
     def call(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, chunk_size=256, *args,
              rmsnorm_weight=None, outproj_weight=None, outproj_bias=None, headdim=None,
              ngroups=1, **kwargs):
-        if not is_fake(zxbcdt) or rmsnorm_weight is None or outproj_weight is None:
+        if not is_fake(zxbcdt) or outproj_weight is None:
             return original(zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, chunk_size,
                             *args, rmsnorm_weight=rmsnorm_weight, outproj_weight=outproj_weight,
                             outproj_bias=outproj_bias, headdim=headdim, ngroups=ngroups,
