@@ -245,7 +245,7 @@ def test_headroom_forms():
     assert parse_headroom("10%") == (0.10, 0)
     assert parse_headroom(0.2) == (0.2, 0)
     assert parse_headroom("2GiB") == (0.0, 2 * GiB)
-    assert parse_headroom(None) == (0.05, 0)
+    assert parse_headroom(None) == (0.0, 0)      # the one default: DEFAULT_SAFETY_MARGIN
 
 
 def test_every_cost_figure_has_a_source():

@@ -16,7 +16,6 @@ Costs and their sources: `data/costs.toml`; how to switch each change on: `data/
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from ..errors import VramplanError
@@ -30,34 +29,15 @@ from .scale import solver_plans
 from .solver import Plan, choose, fits_with, more_gpus, one_gpu
 
 __all__ = ["advise", "Advice", "recommend", "recommendations", "context", "parse_headroom",
-           "Recommendation", "Plan", "Cost", "Lever", "LEVERS", "Ctx", "DEFAULT_HEADROOM"]
-
-DEFAULT_HEADROOM = 0.05
-
+           "Recommendation", "Plan", "Cost", "Lever", "LEVERS", "Ctx"]
 
 def parse_headroom(value) -> tuple[float, int]:
-    """'10%' / 0.1 -> (0.10, 0); '2GiB' / 2147483648 -> (0, bytes): a share of usable memory
-    or a fixed number of bytes to leave free."""
-    from ..units import UnitError, parse_bytes
-    if value is None:
-        return DEFAULT_HEADROOM, 0
-    if isinstance(value, bool):
-        raise VramplanError(f"headroom: expected a share ('10%', 0.1) or a size ('2GiB'), "
-                            f"got {value!r}")
-    if isinstance(value, float) and 0 <= value < 1:
-        return float(value), 0
-    text = str(value).strip()
-    m = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*%", text)
-    if m:
-        f = float(m.group(1)) / 100
-        if not 0 <= f < 1:
-            raise VramplanError(f"headroom: {text} is not between 0% and 100%")
-        return f, 0
-    try:
-        return 0.0, parse_bytes(value if isinstance(value, int) else text)
-    except UnitError as exc:
-        raise VramplanError(f"headroom: {exc}; give a share ('10%') or a size ('2GiB')") \
-            from None
+    """'10%' / 0.1 -> (0.10, 0); '2GiB' / 2147483648 -> (0, bytes): the memory kept free,
+    read as the scenario key safety_margin is (scenario.rules.read_safety_margin: one reader,
+    one bound, one default: DEFAULT_SAFETY_MARGIN when None); errors name safety_margin."""
+    from ..scenario.rules import read_safety_margin
+    m = read_safety_margin(value) if value is not None else DEFAULT_SAFETY_MARGIN
+    return (float(m), 0) if isinstance(m, float) else (0.0, int(m))
 
 
 def limit_for(usable, headroom) -> int:

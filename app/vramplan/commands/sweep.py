@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import VramplanError
 from ..units import GiB
-from ._output import add_format_arg, dump_json, emit, table, to_csv
+from ._output import add_format_arg, add_margin_arg, dump_json, emit, table, to_csv
 from ._plan import add_scenario_flags, plan_of
 
 FULL_TABLE = 48          # rows a table prints in full; larger grids print the summary
@@ -45,9 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--gpus-needed", action="store_true",
                    help="instead of a grid: the fewest GPUs of each kind (of --vary gpu=..., "
                         "default all) with which the plan fits (ZeRO-3 / tensor layouts)")
-    p.add_argument("--headroom", metavar="SHARE", default="0%",
-                   help="--gpus-needed: memory to leave free, a share such as 5%% "
-                        "(default 0%%)")
+    add_margin_arg(p, "--headroom", dest="headroom", default="the scenario's (0)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write every point of the grid to FILE (CSV; JSON with --format json "
                         "or a .json name) and print the summary")
@@ -60,16 +58,14 @@ def run(a) -> int:
     sc = plan_of(a, "sweep")
     axes = parse_vary(a.vary)
     if a.gpus_needed:
-        from ..advisor import parse_headroom
-        frac, nbytes = parse_headroom(a.headroom)
-        if nbytes:
-            raise VramplanError("--headroom for --gpus-needed is a share such as 5%")
+        if a.headroom is not None:          # the scenario key safety_margin, one limit
+            sc = sc.replace(safety_margin=a.headroom)
         others = [k for k in axes if k != "gpu"]
         if others:
             raise VramplanError(f"--gpus-needed takes only --vary gpu=...; got "
                                 f"{', '.join(others)}")
         ids = parse_values("gpu", axes["gpu"]) if "gpu" in axes else None
-        rows = gpus_needed(sc, ids, headroom=frac)
+        rows = gpus_needed(sc, ids)
         emit(_needed(rows, a.format))
         return 0
     if not axes:

@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from ..errors import ScenarioError, VramplanError
+from ..scenario.rules import memory_limit
 from .engine import Engine, Recorder, freeze, spec_of  # noqa: F401 (advisor imports spec_of)
 from .grid import MAX_POINTS, gpu_classes, gpu_ids, parse_values, parse_vary
 from .rows import _gpu_mask, _Job, _parallel, _rows, _scenario, _workers, engine, max_batch
@@ -155,10 +156,11 @@ COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
 
 def gpus_needed(scenario, gpus=None, *, layouts=("fsdp", "tensor", "tensor8+fsdp"),
-                counts=COUNTS, headroom: float = 0.0, eng: Engine | None = None) -> list[dict]:
-    """For each GPU kind: the fewest GPUs (of `counts`) with which the plan fits, leaving
-    `headroom` (a share of usable memory) free, and the layout that does it (one GPU: the
-    scenario's own layout)."""
+                counts=COUNTS, headroom=None, eng: Engine | None = None) -> list[dict]:
+    """For each GPU kind: the fewest GPUs (of `counts`) with which the plan fits within the
+    one memory limit (usable less the scenario's safety_margin; `headroom`, when given, in
+    its place: a share or bytes, as safety_margin), and the layout that does it (one GPU:
+    the scenario's own layout)."""
     base = _scenario(scenario)
     eng = eng or engine()
     ids = gpus if gpus is not None else [d.id for d in eng.devices]
@@ -172,7 +174,8 @@ def gpus_needed(scenario, gpus=None, *, layouts=("fsdp", "tensor", "tensor8+fsdp
                                  headroom=headroom, eng=eng):
                 rows[r["gpu"]] = r
         return [rows[eng.devices[i].id] for i in np.flatnonzero(mask)]
-    limit = (eng.usable * (1.0 - headroom)).astype(np.int64)
+    margin = base.safety_margin if headroom is None else headroom
+    limit = np.asarray(memory_limit(margin, eng.usable), dtype=np.int64)
     best: dict[int, dict] = {}
     todo = mask.copy()
     for n in counts:
