@@ -266,7 +266,7 @@ LEVERS: tuple[Lever, ...] = (
     Lever("compile", ("opt:compile",), "compile",
           _option("compile", "torch.compile (fused elementwise chains)")),
     Lever("expandable-segments", ("opt:expandable",), "expandable-segments",
-          _option("expandable-segments", "expandable_segments allocator (less fragmentation)")),
+          _option("expandable-segments", "expandable_segments allocator (no per-tensor 2 MiB rounding)")),
     Lever("fused-optimizer", ("opt:fused",), "fused-optimizer",
           _option("fused-optimizer", "fused AdamW (no foreach temporaries)",
                   lambda c: c.training and c.sc.optimizer in ADAM)),

@@ -58,8 +58,9 @@ OPTIONS: dict[str, str] = {
     "fused-optimizer": "the optimizer step is one fused kernel (Adam fused=True): no temporary "
                        "copy of the states (foreach Adam holds one at the step)",
     "expandable-segments": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching "
-                           "allocator grows segments instead of adding new ones, so reserved "
-                           "memory stays close to allocated (less fragmentation slack)",
+                           "allocator maps 20 MiB pages into one growing segment instead of "
+                           "rounding each large request up to its own segment (reserved "
+                           "memory: no per-tensor rounding, the last page's unfilled part)",
     # The software stack: by default inferred from the GPU generation (compute capability < 8.0
     # implies the torch 1.x era) and, for `generate`, from the attention kernel. These override.
     "legacy-stack": "torch 1.x-era runtime: eager CUDA module loading (bigger CUDA context), Adam "
