@@ -25,6 +25,7 @@ from ..workloads.transformer import engine
 from . import comm
 from . import costs as C
 from .levers import Lever
+from .makers import serving_change
 
 MAX_UTILISATION = 0.98        # vLLM takes any fraction <= 1; 2% left for the driver and others
 
@@ -51,10 +52,6 @@ def _starts(ctx, changes: dict):
     return sc2, est2
 
 
-def _shorter(ctx, serving: dict, mml: int) -> dict:
-    """The changes that set max_model_len to `mml` (seq_len no longer than it)."""
-    return {"serving": {**serving, "max_model_len": int(mml)},
-            "seq_len": min(int(ctx.sc.seq_len or mml), int(mml))}
 
 
 def max_model_len(ctx):
@@ -64,7 +61,7 @@ def max_model_len(ctx):
     mml = int(sv.get("longest_context_tokens") or 0)
     if mml < engine.BLOCK_TOKENS:
         return None
-    ch = _shorter(ctx, ctx.sc.serving.to_dict(), mml)
+    ch = serving_change(ctx.sc, "max_model_len", mml)   # what follows it is derived again
     if _starts(ctx, ch) is None:
         return None
     return (f"max_model_len {sv['max_model_len']:,} -> {mml:,} (the longest request the KV "
@@ -76,18 +73,18 @@ def kv_fp8(ctx):
     cur = ctx.sc.serving
     if sv is None or str(cur.kv_cache_dtype).startswith("fp8"):
         return None
-    base = {**cur.to_dict(), "kv_cache_dtype": "fp8"}
-    ch = {"serving": base}
+    ch = serving_change(ctx.sc, "kv_cache_dtype", "fp8")
     if _starts(ctx, ch) is not None:
         return "fp8 KV cache (half the bytes per token: the pool holds max_model_len)", ch
     try:
-        got = estimate(ctx.sc.replace(**ch), ctx.dev, with_max_batch=False).footprint.serving
+        sc8 = ctx.sc.replace(**ch)
+        got = estimate(sc8, ctx.dev, with_max_batch=False).footprint.serving
     except ScenarioError:
         return None
     mml = int((got or {}).get("longest_context_tokens") or 0)
     if mml <= int(sv.get("longest_context_tokens") or 0):
         return None
-    ch = _shorter(ctx, base, mml)
+    ch = serving_change(sc8, "max_model_len", mml)     # sc8's given serving keeps the fp8
     if _starts(ctx, ch) is None:
         return None
     return (f"fp8 KV cache and max_model_len {sv['max_model_len']:,} -> {mml:,} (what the fp8 "
@@ -131,7 +128,7 @@ def higher_utilisation(ctx):
     if u > MAX_UTILISATION or u <= cur.gpu_memory_utilization:
         return None
     for step in range(4):            # block rounding: one more hundredth where it falls short
-        ch = {"serving": {**cur.to_dict(), "gpu_memory_utilization": round(u + step / 100, 2)}}
+        ch = serving_change(ctx.sc, "gpu_memory_utilization", round(u + step / 100, 2))
         if u + step / 100 <= MAX_UTILISATION and _starts(ctx, ch) is not None:
             return (f"gpu_memory_utilization {cur.gpu_memory_utilization:.2f} -> "
                     f"{u + step / 100:.2f} (the pool grows by what one request lacks)"), ch
