@@ -9,6 +9,7 @@ from .hardware import traits_of
 from .result import MemoryReport
 from .errors import ScenarioError
 from .scenario import rules
+from .scenario.variants import Variants
 from .workloads.base import Footprint
 from .workloads.dispatch import footprint as workload_footprint
 
@@ -168,6 +169,13 @@ def estimate(scenario, gpu=None, *, with_max_batch: bool = True) -> Estimate:
                     max_context=ctx_max)
 
 
+def batch_variants(sc) -> Variants:
+    """The scenario at the batches the max-batch search may probe (1 .. MAX_BATCH_CAP): the
+    pass at both ends, the field alone between them where that is what the pass gives
+    (`scenario.variants`; a serve plan's max_num_seqs follows the batch: each re-resolved)."""
+    return Variants(sc, "batch_size", (1, MAX_BATCH_CAP), grow=True, lazy=True)
+
+
 def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
     """Largest batch whose device_used fits the GPU (0 if batch 1 does not), capped at
     MAX_BATCH_CAP. Memory is monotone in the batch, so the answer is the b with fits(b) and
@@ -176,15 +184,12 @@ def max_batch_size(scenario, gpu=None, *, spec=None) -> int:
     dev = _device(sc, gpu)
     spec = spec if spec is not None else _spec(sc)
     used: dict[int, int | None] = {}
+    variants = batch_variants(sc)
 
     def used_at(b: int) -> int | None:
         if b not in used:
-            try:
-                s2 = sc.replace(batch_size=b)
-            except ScenarioError:
-                used[b] = None
-            else:
-                used[b] = _figures(s2, dev, spec)[4]
+            s2 = variants.scenario(b)
+            used[b] = None if s2 is None else _figures(s2, dev, spec)[4]
         return used[b]
 
     def fits(b: int) -> bool:
@@ -210,11 +215,15 @@ def longest_context(sc, dev, spec, fp) -> tuple[int | None, list[str]]:
     if sc.task != "generate" or spec is None or getattr(spec, "family", None) != "decoder":
         return None, []
     used: dict[int, int | None] = {}
+    # the pass at 1 and the cap (refused beyond the model's positions), then at each probe
+    # outside the verified range; the field alone between two values the pass gave so
+    variants = Variants(sc, "seq_len", (1, MAX_CONTEXT_CAP), grow=True, lazy=True)
 
     def used_at(s: int) -> int | None:
         if s not in used:
+            s2 = variants.scenario(s)
             try:
-                used[s] = _figures(sc.replace(seq_len=s), dev, spec)[4]
+                used[s] = None if s2 is None else _figures(s2, dev, spec)[4]
             except ScenarioError:
                 used[s] = None
         return used[s]
@@ -274,9 +283,11 @@ def _unbounded(mb, sc, dev, spec):
     and a note says whether memory grows with the batch at all."""
     if mb is None or mb < MAX_BATCH_CAP:
         return mb, []
+    variants = batch_variants(sc)
+    one, two = variants.scenario(1), variants.scenario(2)
     try:
-        flat = _figures(sc.replace(batch_size=1), dev, spec)[4] == \
-            _figures(sc.replace(batch_size=2), dev, spec)[4]
+        flat = one is not None and two is not None and \
+            _figures(one, dev, spec)[4] == _figures(two, dev, spec)[4]
     except ScenarioError:
         flat = False
     if flat:

@@ -12,11 +12,11 @@ reported as that point's error, never guessed at.
 """
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import re
 
 from ..errors import ScenarioError, VramplanError
+from ..scenario.variants import BatchVariants, with_batch  # noqa: F401  (the sweep's names)
 
 MAX_POINTS = 5_000_000
 MAX_VALUES = 1 << 20
@@ -182,53 +182,6 @@ def changes_for(given: dict, base, point: dict) -> dict:
             changes.setdefault("seq_len", subs["max_model_len"])
         changes[head] = {**cur, **subs}
     return changes
-
-
-class BatchVariants:
-    """The scenario at other batch sizes, made by `make(b)` (default `sc.replace`), which
-    re-validates (~0.1 ms). Where the batch is a plain range-checked key (checked here: make
-    at the smallest and the largest batch asked for gives the same Scenario as changing the
-    field alone), the variants in between are made by changing the field alone."""
-
-    def __init__(self, sc, values=(), make=None):
-        self.sc = sc
-        self.make = make or (lambda b: sc.replace(batch_size=b))
-        self.cache: dict = {}
-        self.fast = False
-        vals = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-        if vals:
-            ends = {min(vals), max(vals)}
-            self.fast = all(self._slow(b) is not None and
-                            self._slow(b) == dataclasses.replace(sc, batch_size=b)
-                            for b in ends)
-            self.lo, self.hi = min(vals), max(vals)
-
-    def _slow(self, b: int):
-        if b not in self.cache:
-            try:
-                self.cache[b] = self.make(b)
-            except ScenarioError as exc:
-                self.cache[b] = exc
-        v = self.cache[b]
-        return None if isinstance(v, Exception) else v
-
-    def get(self, b: int):
-        """The Scenario at batch b, or the ScenarioError that refuses it."""
-        if self.fast and self.lo <= b <= self.hi and b not in self.cache:
-            self.cache[b] = with_batch(self.sc, b)
-        self._slow(b)
-        return self.cache[b]
-
-
-def with_batch(sc, b: int):
-    """`dataclasses.replace(sc, batch_size=b)` for a Scenario (a frozen dataclass without
-    __post_init__: the same fields, one changed), in a microsecond instead of ~10."""
-    if hasattr(sc, "__post_init__"):
-        return dataclasses.replace(sc, batch_size=b)
-    new = object.__new__(type(sc))
-    new.__dict__.update(sc.__dict__)
-    object.__setattr__(new, "batch_size", b)
-    return new
 
 
 _CLASSES: dict = {}

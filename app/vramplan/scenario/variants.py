@@ -1,0 +1,118 @@
+"""A scenario at other values of one key (batch_size, seq_len), validated where it must be.
+
+`Scenario.replace(**{key: v})` runs the whole pass again (~0.1 ms). The estimate's probes (its
+max batch and longest context searches) and the sweep's grid ask for many values of one key.
+Where changing the key is a plain range-checked change (nothing else is derived from it:
+checked here, at both ends of the values asked for, that `replace` gives the same Scenario as
+changing the field alone), the values in between are made by changing the field alone; every
+other value (outside the verified ends, or all of them when the ends differ: a serve plan
+whose serving.max_num_seqs / max_model_len follow the key, a seq_len beyond the model's
+positions) goes through the pass and is refused or derived by it. Used by `vramplan.estimate`
+and `vramplan.sweep` (one copy: the sweep imports it from here).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..errors import ScenarioError
+
+
+class Variants:
+    """The scenario `sc` at other values of `key`, by `get(v)`: the Scenario, or the
+    ScenarioError that refuses it. `make(v)` (default `sc.replace(key=v)`) validates; where
+    `make` at the smallest and the largest of `values` equals `with_field` (`fast`), the
+    values between them (`lo` .. `hi`) are made by `with_field`. With `grow`, any other value
+    whose `make` equals `with_field` widens the verified range to it (the same check, its ends
+    found by the probes themselves: a search that probes upwards past the first ends). With
+    `lazy`, the ends are checked at the first `get` that needs them (a search that stops at
+    its first probe, the smallest value, validates that value only)."""
+
+    def __init__(self, sc, key: str = "batch_size", values=(), make=None, *,
+                 grow: bool = False, lazy: bool = False):
+        self.sc, self.key, self.grow = sc, key, grow
+        self.make = make or (lambda v: sc.replace(**{key: v}))
+        self.cache: dict = {}
+        self.fast = False
+        self.lo = self.hi = None
+        self._first = None     # grow: a verified value while fewer than two are
+        vals = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        self._ends = [min(vals), max(vals)] if vals else None
+        if vals and not lazy:
+            self._check_ends()
+
+    def _check_ends(self) -> None:
+        ends, self._ends = self._ends, None
+        fast = all([self._verified(v) for v in dict.fromkeys(ends)])
+        if not (self.grow and self.fast):      # grow: what the ends verified stays
+            self.fast, self.lo, self.hi = fast, *ends
+
+    def _slow(self, v: int):
+        if v not in self.cache:
+            try:
+                self.cache[v] = self.make(v)
+            except ScenarioError as exc:
+                self.cache[v] = exc
+        got = self.cache[v]
+        return None if isinstance(got, Exception) else got
+
+    def _verified(self, v: int) -> bool:
+        """`make(v)` accepted and equal to changing the field alone."""
+        got = self._slow(v)
+        ok = got is not None and got == with_field(self.sc, self.key, v)
+        if ok and self.grow:
+            self._widen(v)
+        return ok
+
+    def _widen(self, v: int) -> None:
+        if self.fast:
+            self.lo, self.hi = min(self.lo, v), max(self.hi, v)
+        elif self._first is None or self._first == v:
+            self._first = v
+        else:
+            self.fast, self.lo, self.hi = True, min(self._first, v), max(self._first, v)
+
+    def within(self, v: int) -> bool:
+        """v lies between two verified values (made by changing the field alone)."""
+        return self.fast and self.lo <= v <= self.hi
+
+    def get(self, v: int):
+        """The Scenario at `v`, or the ScenarioError that refuses it."""
+        if v not in self.cache:
+            if self._ends is not None and v != self._ends[0]:
+                self._check_ends()
+            if self.within(v):
+                self.cache[v] = with_field(self.sc, self.key, v)
+            elif self.grow:
+                self._verified(v)
+            else:
+                self._slow(v)
+        return self.cache[v]
+
+    def scenario(self, v: int):
+        """The Scenario at `v`, or None where the pass refuses it."""
+        got = self.get(v)
+        return None if isinstance(got, Exception) else got
+
+
+class BatchVariants(Variants):
+    """`Variants` of batch_size (the sweep's grid and max batch)."""
+
+    def __init__(self, sc, values=(), make=None, *, grow: bool = False):
+        super().__init__(sc, "batch_size", values, make, grow=grow)
+
+
+def with_field(sc, key: str, v):
+    """`dataclasses.replace(sc, **{key: v})` for a Scenario (a frozen dataclass without
+    __post_init__: the same fields, one changed), in a microsecond instead of ~10; `v` may be
+    an array (the sweep's vectorised batch)."""
+    if hasattr(sc, "__post_init__") or key not in sc.__dict__:
+        return dataclasses.replace(sc, **{key: v})
+    new = object.__new__(type(sc))
+    new.__dict__.update(sc.__dict__)
+    object.__setattr__(new, key, v)
+    return new
+
+
+def with_batch(sc, b):
+    """`with_field(sc, "batch_size", b)`."""
+    return with_field(sc, "batch_size", b)

@@ -1,0 +1,141 @@
+"""The scenario at other batch sizes / seq_lens (`scenario.variants`): where the pass was run
+at two values and gave what changing the field alone gives, the values between are made by
+changing the field alone, and they equal the pass's own (`Scenario.replace`) exactly, with
+the same estimate. The estimate's probes (max batch, longest context) use it, so a page edit
+runs the whole pass a fixed, small number of times (counted below)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vramplan import estimate as E
+from vramplan.errors import ScenarioError
+from vramplan.hardware import get_gpu
+from vramplan.scenario import Scenario, resolve
+from vramplan.scenario.variants import Variants
+from vramplan.sweep import grid
+from vramplan.ui.state import state as S
+
+GOLDEN = Path(__file__).parent / "golden" / "estimates.jsonl"
+ROWS = [json.loads(line) for line in GOLDEN.read_text().splitlines() if line.strip()]
+LLAMA = "meta-llama/Llama-3.1-8B"
+H100 = "nvidia-h100-sxm5-80gb"
+
+
+def _plan(row):
+    try:
+        return Scenario.from_dict(row["input"]), get_gpu(row["gpu"])
+    except ScenarioError:
+        return None, None
+
+
+def _same(key: str, row, v: int, hi: int) -> None:
+    sc, dev = _plan(row)
+    if sc is None or not isinstance(getattr(sc, key, None), int):
+        return
+    # the estimate's way (grow, lazy): the range verified by the values probed so far
+    probing = Variants(sc, key, (1, hi), grow=True, lazy=True)
+    probing.get(1), probing.get(2)
+    if probing.within(v):
+        assert probing.get(v) == sc.replace(**{key: v})
+    var = Variants(sc, key, (1, hi))
+    if not var.within(v):
+        return      # the pass refuses an end or derives more from it: every value re-resolves
+    fast = var.get(v)
+    slow = sc.replace(**{key: v})
+    assert fast == slow and getattr(fast, key) == v
+    a = E.estimate(fast, dev, with_max_batch=False).to_dict()
+    b = E.estimate(slow, dev, with_max_batch=False).to_dict()
+    assert a == b
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row=st.sampled_from(ROWS), b=st.integers(1, 512))
+def test_a_batch_variant_is_the_pass_own(row, b):
+    _same("batch_size", row, b, 512)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(row=st.sampled_from(ROWS), s=st.integers(1, 4096))
+def test_a_seq_len_variant_is_the_pass_own(row, s):
+    _same("seq_len", row, s, 4096)
+
+
+def test_seq_len_variants_keep_the_positions_limit():
+    # Llama-3.1-8B states 131072 positions (rope llama3: max_position_embeddings already
+    # scaled); generating 512 new tokens, a prompt of 131072 - 512 = 130560 fits, one more
+    # does not. The search's cap (2**24) is refused, so the verified range grows from the
+    # values the pass accepted; 130561 is refused by the pass, never made by the field alone
+    sc = resolve({"model": LLAMA, "task": "generate", "new_tokens": 512}, H100)
+    var = Variants(sc, "seq_len", (1, 1 << 24), grow=True, lazy=True)
+    assert isinstance(var.get(1 << 24), ScenarioError) and not var.fast
+    assert var.get(1).seq_len == 1 and var.get(130560).seq_len == 130560
+    assert var.within(65536) and var.get(65536) == sc.replace(seq_len=65536)
+    assert isinstance(var.get(130561), ScenarioError)
+
+
+def test_serve_variants_re_resolve_the_couplings():
+    # a served plan's max_num_seqs follows its batch (each defaults to the other): the field
+    # alone is not the pass's answer, so nothing is made by it
+    sc = resolve({"model": LLAMA, "task": "serve"}, H100)
+    var = Variants(sc, "batch_size", (1, 64), grow=True)
+    assert not var.fast and var.get(16).serving.max_num_seqs == 16
+
+
+def test_the_sweep_uses_the_one_copy():
+    from vramplan.scenario import variants
+    assert grid.BatchVariants.__mro__[1] is variants.Variants
+    assert grid.with_batch is variants.with_batch
+
+
+def _counting(monkeypatch) -> list:
+    """Every run of the whole pass: `Scenario.from_dict` (what `resolve`, `replace` and
+    `from_query` call, each pass of `replace`'s dropping loop included)."""
+    calls: list = []
+    orig = Scenario.from_dict.__func__
+
+    def from_dict(cls, d, **kw):
+        calls.append(dict(d) if isinstance(d, dict) else d)
+        return orig(cls, d, **kw)
+    monkeypatch.setattr(Scenario, "from_dict", classmethod(from_dict))
+    return calls
+
+
+def test_one_page_edit_runs_the_pass_five_times(monkeypatch):
+    # the default page: LoRA on Llama-3.1-8B on an H100; the edit: batch_size 2. The passes:
+    # 1 the form's (the draft -> form fields, errors and the scenario estimated);
+    # 2 the share link's (scenario/query.py to_query: the defaults of model + task + gpu,
+    #   then the link read back to check it gives the plan);
+    # 2 the max-batch search's ends, batch 1 and the cap 2**20: the two checks that the
+    #   batch is a plain range-checked key (unavoidable: the pass alone knows what it
+    #   derives from the batch); every probe between (batch 2, the secant guess, guess + 1)
+    #   changes the field alone. Before: each probe re-ran the pass (7 in all)
+    st = S.PlanState(gpu=H100)
+    calls = _counting(monkeypatch)
+    probes = []
+    figures = E._figures
+    monkeypatch.setattr(E, "_figures", lambda sc, dev, spec: probes.append(sc.batch_size)
+                        or figures(sc, dev, spec))
+    st.set("batch_size", 2)
+    assert not st.errors and st.estimate.max_batch_size == 4
+    assert [c.get("batch_size") for c in calls] == [2, 1, 1 << 20, None, 2]
+    assert len(probes) >= 4      # the plan itself, then 1, 2, ... all but 1 by the field
+
+
+def test_a_generate_estimate_passes_six_times(monkeypatch):
+    # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search passes at its ends
+    # (1, 2**20); the longest context search at 1, at its cap 2**24 (refused: beyond the
+    # 131072 positions, so it verifies nothing), at 2 (now 1..2 is verified) and at the
+    # secant guess 64034 (fits: 1..64034 verified); every later probe lies inside and
+    # changes seq_len alone. Before: 13 passes (one per probe). A search that ends at the
+    # positions limit still passes at each probe above the range verified so far: only the
+    # pass knows where it refuses (Llama at batch 1: 24 passes, 25 before)
+    sc = resolve({"model": LLAMA, "task": "generate", "batch_size": 8}, H100)
+    calls = _counting(monkeypatch)
+    est = E.estimate(sc, get_gpu(H100))
+    assert [(c.get("batch_size"), c.get("seq_len")) for c in calls] == [
+        (1, None), (1 << 20, None), (8, 1), (8, 1 << 24), (8, 2), (8, 64034)]
+    assert est.max_context == 31077 and est.max_batch_size == 485
