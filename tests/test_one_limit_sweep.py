@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 from vramplan.advisor import parse_headroom
-from vramplan.hardware import get_gpu
 from vramplan.sweep import gpus_needed
 
 GiB = 2**30
