@@ -4,8 +4,13 @@
 
 1. First chart: the planner (`vramplan app`, notebooks/planner.ipynb) against the baseline, a
    Voila page holding one ipywidgets slider served by plain `voila` (`python -m voila
-   slider.ipynb --no-browser`, Voila's default lab template and options, no preheated kernels;
-   the notebook is written to a temporary folder). Each load is a fresh browser context and a
+   slider.ipynb --no-browser`, Voila's default options; the notebook, written to a temporary
+   folder, names the `vramplan-lab` template in its metadata as the planner's does, which
+   plain Voila honours: Voila's lab template without its CDN links, so both pages load the
+   same front end and neither waits on a host this machine cannot reach). Neither server
+   keeps kernels started ahead of visitors: `vramplan app` runs with `--preheat 0` (its
+   default; a kernel pool for the planner only would hide its kernel start and imports, which
+   the baseline pays). Each load is a fresh browser context and a
    cold kernel (every visit starts one); the loads alternate (planner, slider, planner, ...)
    so both see the same machine load, each on a quiet server (the last page's kernel gone).
    Times from navigation to: the slider visible (baseline); the planner's first breakdown
@@ -45,7 +50,8 @@ import serving  # noqa: E402
 # targets against the one-slider page served by plain `voila` (issue 19.6)
 STATIC_CHART_RATIO = 1.2
 INTERACTIVE_CHART_RATIO = 1.3
-BASELINE = "one ipywidgets slider served by plain `voila` (default template and options)"
+BASELINE = ("one ipywidgets slider served by plain `voila` (default options, the vramplan-lab "
+            "template named in the notebook; no preheated kernels on either server)")
 CHANGE_MS = 300
 # one default plan per family: the page's link form (what a shared URL opens)
 PLANS = {
