@@ -52,7 +52,9 @@ def test_bug_selective_is_split_by_tp_and_sp():
     tp1 = estimate(llama70b("selective")).to_dict()["per_gpu"]["components"]["activations"]
     sel = estimate(llama70b("selective", 8, True)).to_dict()["per_gpu"]["components"]
     none = estimate(llama70b("none", 8, True)).to_dict()["per_gpu"]["components"]
-    assert tp1 / GiB == pytest.approx(88.5, abs=0.1)
+    # 88.52 -> 88.40 GiB: the embedding output is the first block's checkpointed input, not
+    # a tensor of its own (stage_activations._embed_is_block_input; 2 B x 8192 x 8192)
+    assert tp1 / GiB == pytest.approx(88.4, abs=0.1)
     assert none["activations"] / GiB == pytest.approx(45.7, abs=0.1)
     assert sel["activations"] < none["activations"]
     # 80 layers x 4.16015625 x sbh (2 bytes... folded in) + the head / loss tensors (below)

@@ -61,7 +61,8 @@ class StageActivations:
         else:
             # embedding output (stage 0), final norm input and the (all-gathered) head input
             sbh0 = blk.T * a.hidden
-            acts = acts + ((r * sbh0 if self.first else 0)
+            embed_out = self.first and not self._embed_is_block_input(ckpt)
+            acts = acts + ((r * sbh0 if embed_out else 0)
                            + (r * sbh if self.last else 0)) / blk.seq_div
             acts = acts + (self.p * sbh if self.last else 0)
             if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
@@ -76,6 +77,23 @@ class StageActivations:
                             bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
                             logits=self.logits_peak(blk.Td, True) if self.last else 0)
         return blk
+
+    def _embed_is_block_input(self, ckpt: str) -> bool:
+        """Under full or selective checkpointing the first block's checkpoint keeps its input
+        (torch/utils/checkpoint.py, non-reentrant `_checkpoint_without_reentrant_generator`:
+        the recomputation replays the block from the inputs it holds; torchtitan wraps each
+        block, torchtitan/distributed/activation_checkpoint.py `_apply_full_ac` /
+        `_apply_op_sac`), and on the first stage that input is the embedding's output (the
+        dropout's output where there is one; its mask is counted apart): already one of the
+        block inputs counted per micro-batch (`kept`, selective_terms' block input), not a
+        tensor of its own (where the block inputs are offloaded, as Unsloth's offloaded
+        checkpointer copies `hidden_states` to the CPU, it is offloaded with them). Without
+        checkpointing it stays a separate term, and so it does
+        where an embedding norm (BERT's embeddings LayerNorm, BLOOM's word_embeddings_
+        layernorm) saves it as its input before the block's input is made."""
+        if (self.arch.extra or {}).get("embedding_norm"):
+            return False
+        return ckpt in ("full", "selective")   # offloaded block inputs: it goes with them
 
     def _block_coeffs(self, keep) -> SimpleNamespace:
         """Saved bytes of one block per rank (activations.layer_coeffs split by TP / SP in
