@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...vec import to_int
-from .activations import Kernels, layer_coeffs, selective_terms
+from .activations import Kernels, _mlp_saved, _widths, layer_coeffs, selective_terms
 
 
 def _norm_coeff(arch, k: Kernels) -> float:
@@ -28,6 +28,12 @@ def _norm_coeff(arch, k: Kernels) -> float:
     if arch.norm == "rmsnorm":
         return 4 + (4 if k.mixed else k.p)
     return r
+
+
+def norm_saved(arch, k: Kernels) -> float:
+    """Bytes per token per hidden unit one norm saves for backward (the final norm too):
+    HF RMSNorm x.float() and the cast-back normed tensor, a fused / compiled norm its input."""
+    return _norm_coeff(arch, k)
 
 
 def replicated_coeff(arch, k: Kernels, keep: dict | None = None) -> float:
@@ -74,6 +80,39 @@ def tp_selective(arch, k: Kernels, tensor: int, sp: bool) -> float:
         return block_in + col + row
     rs = 2 * k.p / t if sp else 0.0
     return (block_in / t if sp else block_in) + col / t + row + rs
+
+
+# fp32 block-width tensors live at once in the backward of an HF-style RMSNorm (x.float(),
+# h * rsqrt(pow(h, 2).mean() + eps), cast back, times the weight; torch's composite rms_norm
+# builds the same graph): the mul's input gradient grad * rsqrt waits in the to_copy node's
+# input buffer while the pow branch runs; mean's backward (grad.expand() / n, a new tensor);
+# pow_backward `grad * (exponent * self.pow(exponent - 1))` (torch/csrc/autograd/
+# FunctionsManual.cpp) holds self.pow(1) and exponent * it (C++ temporaries live to the end of
+# the expression) while it makes the product: 5 (the saved fp32 input is counted already).
+RMSNORM_BACKWARD_FP32 = 5
+
+
+def norm_backward_extra(arch, k: Kernels, tensor: int, sp: bool) -> float:
+    """sbh coefficient one block's backward holds beyond all its saved tensors when its peak is
+    inside the second norm's backward (the one before the MLP), for an uncompiled HF-style
+    RMSNorm of a dense decoder; 0 otherwise. By then the MLP half's saved tensors are freed
+    (its interior, split by t; the norm's output, the gate / up input, and its cast-back, whole
+    without SP), while the norm's fp32 temporaries (RMSNORM_BACKWARD_FP32 x 4 B) and the
+    residual stream's gradient (4 B under mixed precision or fp32, else p) are whole on every
+    TP rank without sequence parallelism (over t with it). Without TP the MLP half's freed
+    tensors outweigh them (the MLP's own gradients decide, stage_activations._block_backward);
+    with TP and no SP (Korthikanti et al. 2022 s.4: the norm region is replicated) they do
+    not. Traced: toy Llama TP4 x PP2 stage 0, full checkpointing (tests/test_trace_parallel.py)."""
+    if arch.norm != "rmsnorm" or k.compile or arch.is_moe or arch.kind != "decoder":
+        return 0.0
+    t = max(1, tensor)
+    seq = t if sp else 1
+    r = 4 if (k.mixed or k.p == 4) else k.p
+    lin_mixed = 2 if k.mixed else (1.0 if k.float8 else k.p)
+    keep = {"qkv": True, "o": True, "up": True, "down": True}
+    interior = _mlp_saved(0.0, arch, k, keep, k.p, _widths(arch)[2], False) / t
+    freed = interior + (lin_mixed + (4 if k.mixed else k.p)) / seq
+    return max(0.0, (4 * RMSNORM_BACKWARD_FP32 + r) / seq - freed)
 
 
 def ring_buffers(arch, p: int, tokens: int, tensor: int, context: int) -> int:

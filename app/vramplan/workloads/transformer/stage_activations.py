@@ -56,15 +56,18 @@ class StageActivations:
         if fmt:   # NVFP4: the converted linears' saved weight copies (lowp_training)
             acts = acts + lowp_training.saved_weight_bytes(a, fmt, ckpt, nl_live, L.tensor)
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
+        head_side = 0   # the final norm's and the head's saved inputs (last stage)
         if blk.encdec and self.first and self.last:
             acts = acts + blk.stacks.edges
         else:
             # embedding output (stage 0), final norm input and the (all-gathered) head input
             sbh0 = blk.T * a.hidden
             embed_out = self.first and not self._embed_is_block_input(ckpt)
-            acts = acts + ((r * sbh0 if embed_out else 0)
-                           + (r * sbh if self.last else 0)) / blk.seq_div
-            acts = acts + (self.p * sbh if self.last else 0)
+            # the final norm saves what a block's norm does (HF RMSNorm: its fp32 copy and
+            # the cast-back normed tensor, sharding.norm_saved), not its input
+            head_side = (sharding.norm_saved(a, blk.k) * sbh / blk.seq_div + self.p * sbh
+                         if self.last else 0)
+            acts = acts + (r * sbh0 if embed_out else 0) / blk.seq_div + head_side
             if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
                 acts = acts + sbh0 / blk.seq_div
         if blk.encdec:
@@ -74,6 +77,7 @@ class StageActivations:
                 "each layer's k and v projected from the encoder output at seq_len); the LM "
                 "head, logits and loss at target_len")
         blk.__dict__.update(acts=acts, per_mb=per_mb, ckpt=ckpt, one_pass=one_pass, ga=ga,
+                            head_side=head_side,
                             bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
                             logits=self.logits_peak(blk.Td, True) if self.last else 0)
         return blk
@@ -130,7 +134,7 @@ class StageActivations:
             sbh = Td * a.hidden         # the head, the loss and the last block's backward
         return SimpleNamespace(k=k, T=T, Td=Td, sbh=sbh, sbh_mean=sbh_mean, tp=tp, sp=sp,
                                seq_div=seq_div, layer_full=layer_full, layer_mean=layer_mean,
-                               encdec=encdec, stacks=st)
+                               encdec=encdec, stacks=st, keep=keep)
 
     def _block_backward(self, blk) -> float:
         """One block's backward temporaries: gradients of its widest tensors (split by TP), the
@@ -145,6 +149,8 @@ class StageActivations:
             if blk.k.attention == "eager" else 0)
         if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
             bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
+        if not blk.encdec and blk.keep is None:   # or the second norm's backward (sharding)
+            bwd_tmp = vmax(bwd_tmp, sharding.norm_backward_extra(a, blk.k, tp, blk.sp) * sbh)
         bwd_tmp += sharding.ring_buffers(a, self.p, blk.T, tp, self.L.context)
         if a.is_moe and self.L.expert > 1:   # one layer's all-to-all receive buffers
             bwd_tmp += self.expert_a2a_bytes(blk)

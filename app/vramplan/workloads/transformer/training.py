@@ -189,6 +189,9 @@ class Training(StageActivations):
         recomputed = ac.layer_full if ac.ckpt == "full" else 0
         bwd_block = ac.bwd_tmp + recomputed + (ac.recompute if ac.ckpt == "selective" else 0) \
             + self.stack_dequant_bytes(ms.fmt)   # bnb fp32 compute (stack_hooks)
+        # the head's and the final norm's backward run before any block's, freeing what they
+        # saved: a block's backward runs without them (traced: tests/test_trace_parallel.py)
+        bwd_block = bwd_block - ac.head_side
         head_grad, bwd_extra = self._head_grad(ac.Td, ms.tb, ac.logits, bwd_block, lora,
                                                persist or ms.in_bwd or L.zero >= 2)
         bwd_acts = ac.acts - recomputed + bwd_extra
