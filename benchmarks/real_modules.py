@@ -149,7 +149,7 @@ def summary(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated ids")
-    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02c.md"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02d.md"))
     ap.add_argument("--reuse", metavar="JSON", help="rows of an earlier run (its .json): "
                     "models traced there are not traced again")
     args = ap.parse_args(argv)
