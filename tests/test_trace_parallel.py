@@ -170,9 +170,12 @@ def test_tensor_parallel_refuses_what_it_cannot_split():
 #   plan (style="dtensor"), within 1.3 % for TP 2 / 4 / 8 below. The Megatron-style trace
 #   cannot stand for it: its sequence-parallel column linear (_GatherLinear) multiplies the
 #   gathered input with bmm, which the policy does not save (+8 to +16 % against it). TP4 x PP2
-#   with SP, DTensor style: last stage -1.9 %, stage 0 -12.4 % (a block's backward there
-#   recomputes DTensor's gathered linear inputs, which the estimate's Megatron-style block
-#   keeps sharded; test_sequence_parallel_styles_by_hand shows the same difference): open.
+#   with SP, DTensor style: last stage -0.6 %, stage 0 -13.3 % (2026-12-02, traced per tensor
+#   at the peak, inside a block's backward with two micro-batches in flight: op SAC does not
+#   save all_gather, so the replay re-gathers the attention and MLP inputs, whole-sequence
+#   tensors (cat outputs) and the all-gather buffer and its wait copy beside them, about 5 x
+#   2 SBH where the estimate's Megatron-style block counts one gathered input; and DTensor's
+#   RowwiseParallel embedding makes a full-vocabulary Replicate gradient, 4 x its shard): open.
 # * context parallel: the tracer refuses ring attention (test above); its buffers are by hand.
 # * full with TP x PP without SP was -6 % (stage 0 -7.4 %, last stage -6.2 %), now in FULL_PP
 #   (stage 0 -0.4 %, last -0.7 %): stage 0's peak is inside the second norm's backward, where
