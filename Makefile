@@ -38,7 +38,7 @@ bench: venv
 .PHONY: real-modules tracing
 TRACING_STAMP := $(VENV)/.installed-tracing
 
-# the tracing extra (transformers, timm, torchvision, diffusers at their pins): .ci/run installs
+# the tracing extra (transformers, timm, torchvision, diffusers, bitsandbytes at their pins): .ci/run installs
 # it so tests/test_trace_real_modules.py runs in CI (without it those tests skip)
 tracing: $(TRACING_STAMP)
 
