@@ -63,35 +63,36 @@ def test_known_tensors_with_and_without_expandable_segments():
 
 
 def test_option_and_stack_give_identical_bytes():
-    """F01's plan: 73,118,652,416 B allocated (3487 pages of 20 MiB = 73,127,690,240 B:
-    9,037,824 B unfilled), 61,073,260,544 transient B (0.2 x = 12,214,652,108.8 B): slack
-    12,223,689,932 B, for the option on torchtitan@2024-09, for torchtitan@2024-10 and for the
-    option under the default stack. The old option (0.02 x transient) gave 10,993,186,898 B less
-    than the stack for the same allocator."""
+    """F01's plan: 73,252,870,144 B allocated (3493 pages of 20 MiB = 73,253,519,360 B:
+    649,216 B unfilled), 61,207,478,272 transient B (0.2 x = 12,241,495,654.4 B): slack
+    12,242,144,870 B, reserved 73,252,870,144 + 12,242,144,870 = 85,495,015,014 B, for the
+    option on torchtitan@2024-09, for torchtitan@2024-10 and for the option under the default
+    stack. The old option (page + 0.02 x transient = 649,216 + 1,224,149,565.44 B) gave
+    11,017,346,089 B less than the stack for the same allocator."""
     ref = _est("torchtitan@2024-10")
-    assert ref.components["allocator_slack"] == 12_223_689_932
+    assert ref.components["allocator_slack"] == 12_242_144_870
     for got in (_est("torchtitan@2024-09", ["expandable-segments"]),
                 _est(None, ["expandable-segments"]),
                 _est("torchtitan@2024-10", ["expandable-segments"])):
-        assert got.peak_allocated_bytes == ref.peak_allocated_bytes == 73_118_652_416
+        assert got.peak_allocated_bytes == ref.peak_allocated_bytes == 73_252_870_144
         assert got.components["allocator_slack"] == ref.components["allocator_slack"]
-        assert got.peak_reserved_bytes == ref.peak_reserved_bytes == 85_342_342_348
+        assert got.peak_reserved_bytes == ref.peak_reserved_bytes == 85_495_015_014
         assert got.device_used_bytes == ref.device_used_bytes
 
 
 def test_advisor_saves_the_difference_of_the_two_models():
     """torchtitan@2024-09 (no expandable segments) on F01's plan: slack = rounding_waste
     (the largest request is 2 MiB aligned: no rounding, + 10 MiB of the 1-10 MiB pool's half
-    segment = 10,485,760) + 12,214,652,108.8 + 0.005 x 12,045,391,872 persistent B
-    (60,226,959.36) = 12,285,364,828 B. With expandable segments 12,223,689,932 B: the lever
-    saves 61,674,896 B (58.8 MiB; the old 0.02 share offered ~10.2 GiB)."""
+    segment = 10,485,760) + 12,241,495,654.4 + 0.005 x 12,045,391,872 persistent B
+    (60,226,959.36) = 12,312,208,373 B. With expandable segments 12,242,144,870 B: the lever
+    saves 70,063,503 B (66.8 MiB; the old 0.02 share offered ~10.3 GiB)."""
     old = _est("torchtitan@2024-09")
     new = _est("torchtitan@2024-09", ["expandable-segments"])
-    assert old.components["allocator_slack"] == 12_285_364_828
+    assert old.components["allocator_slack"] == 12_312_208_373
     ctx = context(old.scenario, get_gpu(H100), old)
     rec = evaluate(ctx, BY_ID["expandable-segments"])
-    assert rec.saves_bytes == old.device_used_bytes - new.device_used_bytes == 61_674_896
-    assert rec.saves_bytes == old.components["allocator_slack"] - 12_223_689_932
+    assert rec.saves_bytes == old.device_used_bytes - new.device_used_bytes == 70_063_503
+    assert rec.saves_bytes == old.components["allocator_slack"] - 12_242_144_870
     assert any("CUDACachingAllocator.cpp" in s for s in rec.cost.sources)
 
 
