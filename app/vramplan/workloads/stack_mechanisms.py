@@ -142,6 +142,12 @@ EFFECT = {
     "topk-moe-routing": "the stack's own Llama 4 MoE sends each token to its top-k experts "
                         "only; transformers' Llama4TextMoe runs every token through all of "
                         "them, whose saved tensors are not counted here",
+    "post-load-cached-blocks": "when from_pretrained puts quantised weights on the GPU itself "
+                               "(device_map), a reserved reading taken right after loading "
+                               "also holds the load's cached blocks (caching_allocator_warmup, "
+                               "the 16-bit staging copies) until torch.cuda.empty_cache(); not "
+                               "added here: the amount depends on the tensor order, and the "
+                               "scenario does not say how the model reached the GPU",
 }
 _MARK = "stack mechanism "
 

@@ -17,6 +17,8 @@ class StackHooks:
         """4-bit bitsandbytes weights as transformers loads them by default (no double
         quantisation), T5's fp32 `wo` projections; None: the format's usual bytes."""
         base = None
+        if fmt in ("nf4", "int8"):          # a note only: when it applies (issue 22)
+            mech.use(self.notes, self.stack, "post-load-cached-blocks")
         if fmt == "nf4" and mech.use(self.notes, self.stack, "bnb-4bit-no-double-quant"):
             base = mech.nf4_weights(self.blocks_g, self.norms_g + self.embed_g)
         n_wo = self._t5_wo_params(fmt)
