@@ -202,13 +202,14 @@ def fit_title(text: str) -> str | dict:
 def title_text(title: Any) -> str:
     """The text of a spec's title as a wide chart shows it: `title` is the spec, its
     "title", its "text", or `fit_title`'s expression (whose last literal is the text)."""
-    import json
+    from ..safejson import loads
     if isinstance(title, Mapping) and "title" in title and "expr" not in title:
         title = title["title"]
     if isinstance(title, Mapping) and "text" in title:
         title = title["text"]
     if isinstance(title, Mapping) and "expr" in title:
-        return json.loads(re.search(r' : ("(?:[^"\\]|\\.)*")$', title["expr"]).group(1))
+        return loads(re.search(r' : ("(?:[^"\\]|\\.)*")$', title["expr"]).group(1),
+                     "a chart title")
     return " ".join(title) if isinstance(title, list) else str(title)
 
 

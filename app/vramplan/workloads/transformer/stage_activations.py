@@ -56,20 +56,8 @@ class StageActivations:
         if fmt:   # NVFP4: the converted linears' saved weight copies (lowp_training)
             acts = acts + lowp_training.saved_weight_bytes(a, fmt, ckpt, nl_live, L.tensor)
         per_mb = (kept if ckpt == "full" else acts) / inflight   # one micro-batch's blocks
-        head_side = 0   # the final norm's and the head's saved inputs (last stage)
-        if blk.encdec and self.first and self.last:
-            acts = acts + blk.stacks.edges
-        else:
-            # embedding output (stage 0), final norm input and the (all-gathered) head input
-            sbh0 = blk.T * a.hidden
-            embed_out = self.first and not self._embed_is_block_input(ckpt)
-            # the final norm saves what a block's norm does (HF RMSNorm: its fp32 copy and
-            # the cast-back normed tensor, sharding.norm_saved), not its input
-            head_side = (sharding.norm_saved(a, blk.k) * sbh / blk.seq_div + self.p * sbh
-                         if self.last else 0)
-            acts = acts + (r * sbh0 if embed_out else 0) / blk.seq_div + head_side
-            if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
-                acts = acts + sbh0 / blk.seq_div
+        edges, head_side = self._edge_activations(blk, ckpt, r)
+        acts = acts + edges
         if blk.encdec:
             self.notes.append(
                 f"encoder-decoder: encoder blocks at seq_len ({self.s:,} tokens), decoder blocks "
@@ -81,6 +69,24 @@ class StageActivations:
                             bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
                             logits=self.logits_peak(blk.Td, True) if self.last else 0)
         return blk
+
+    def _edge_activations(self, blk, ckpt: str, r: int):
+        """What the stage keeps outside its blocks, and the head side of it (the final
+        norm's and the head's saved inputs, last stage): (bytes, head_side bytes)."""
+        a, sbh = self.arch, blk.sbh
+        if blk.encdec and self.first and self.last:
+            return blk.stacks.edges, 0
+        # embedding output (stage 0), final norm input and the (all-gathered) head input
+        sbh0 = blk.T * a.hidden
+        embed_out = self.first and not self._embed_is_block_input(ckpt)
+        # the final norm saves what a block's norm does (HF RMSNorm: its fp32 copy and the
+        # cast-back normed tensor, sharding.norm_saved), not its input
+        head_side = (sharding.norm_saved(a, blk.k) * sbh / blk.seq_div + self.p * sbh
+                     if self.last else 0)
+        edges = (r * sbh0 if embed_out else 0) / blk.seq_div + head_side
+        if self.first and a.dropout(True)[0] > 0:   # the embedding output's dropout mask
+            edges = edges + sbh0 / blk.seq_div
+        return edges, head_side
 
     def _embed_is_block_input(self, ckpt: str) -> bool:
         """Under full or selective checkpointing the first block's checkpoint keeps its input
