@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.stacks import default_optimizer as stack_optimizer
+from ..catalog.stacks import resolve as resolve_stack
 from ..errors import ScenarioError, closest
 from ..readers import read_choice, read_json, read_obj
 from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
@@ -310,6 +311,10 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     if task == "serve":
         f["serving"] = _serve_fields(d, f, maxpos, spec)
     f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
+    if "tiled-mlp" in f["options"] and not resolve_stack(f["stack"]).has("tiled-mlp"):
+        raise ScenarioError("options", "'tiled-mlp' is Unsloth's tiled MLP (unsloth-zoo "
+                            "2025-11 on): it needs stack 'unsloth' (2025-11 or later), got "
+                            f"{f['stack'] or 'pytorch'!r}")
     f["safety_margin"] = (BY_NAME["safety_margin"].read(d["safety_margin"])
                           if d.get("safety_margin") is not None else None)
     f["gpu"] = gpu

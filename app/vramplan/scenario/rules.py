@@ -57,6 +57,9 @@ OPTIONS: dict[str, str] = {
                          "enable_attention_slicing): the score matrix is never whole",
     "fused-optimizer": "the optimizer step is one fused kernel (Adam fused=True): no temporary "
                        "copy of the states (foreach Adam holds one at the step)",
+    "tiled-mlp": "Unsloth's long-context tiled MLP (unsloth_tiled_mlp, stack unsloth only): "
+                 "each MLP keeps only its input; its backward recomputes one tile of hidden-"
+                 "size tokens at a time",
     "expandable-segments": "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the caching "
                            "allocator maps 20 MiB pages into one growing segment instead of "
                            "rounding each large request up to its own segment (reserved "
@@ -161,6 +164,7 @@ OPTION_SCOPE: dict[str, tuple[tuple[str, ...] | None, tuple[str, ...] | None]] =
     "float8-linears": (_T, None), "sequence-parallel": (_T, None), "loss-parallel": (_T, None),
     "layerwise-casting": (_D, None), "vae-tiling": (_D, None), "vae-slicing": (_D, None),
     "attention-slicing": ((), None), "fused-optimizer": (_T, TRAINING_TASKS),
+    "tiled-mlp": (_T, TRAINING_TASKS),
     "expandable-segments": (None, None), "legacy-stack": (None, None),
     "modern-stack": (None, None), "legacy-cache": (_T, ("generate",)),
     "dynamic-cache": (_T, ("generate",)), "static-cache": (_T, ("generate",)),

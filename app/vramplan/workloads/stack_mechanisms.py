@@ -30,6 +30,15 @@ The byte formulas, each read in the framework's source:
 - `offloaded-checkpointing` (Unsloth_Offloaded_Gradient_Checkpointer, unsloth/models/_utils.py,
   commit 4474e4bc): with checkpointing 'full' each block's input is copied to the host, so
   the GPU keeps none of them (one block recomputed in backward remains).
+- `tiled-mlp` (unsloth-zoo unsloth_zoo/tiled_mlp.py `TiledMLP` / `patch_tiled_mlp`, added in
+  c9c7693d, PR #350, 2025-11-12; read at ce232d6c), only with option `tiled-mlp` (Unsloth's
+  `unsloth_tiled_mlp`): the default "arctic" split cuts the B*S tokens into tiles of h tokens
+  (`tiled_forward_arctic_size`: chunk_size = H, n_shards = S // H, a remainder tile). Forward
+  runs the MLP per tile under no_grad and `save_for_backward(x)` only: a block keeps the MLP
+  input (p per token per hidden unit) instead of the MLP's saved tensors. Backward recomputes
+  one tile at a time with grad enabled (its intermediates and their gradients live for that
+  tile only) into a whole-size x gradient (`zeros_like(x)`, the input gradient a plain MLP
+  writes too).
 - `loss-parallel-backward` (torchtitan's loss_parallel() with tensor parallelism; torch's
   torch/distributed/tensor/parallel/loss.py _nll_loss_backward_handler, torch 2.13.0): the
   backward of the vocabulary-sharded loss holds the saved fp32 log-softmax output x,
@@ -115,6 +124,9 @@ EFFECT = {
                             "frozen 4-bit linear keeps its input",
     "offloaded-checkpointing": "Unsloth's offloaded gradient checkpointing: each block's input "
                                "is copied to the host during forward; the GPU keeps none",
+    "tiled-mlp": "with option tiled-mlp, Unsloth's TiledMLP runs each MLP under no_grad in "
+                 "tiles of hidden-size tokens and saves only its input x; its backward "
+                 "recomputes one tile at a time (one tile's intermediates and gradients)",
     "loss-parallel-backward": "torch's loss_parallel backward holds a fourth fp32 vocabulary-"
                               "shard buffer ((zeros_like(x) + exp(x)) * grad beside x)",
     "litgpt-qkv-views": "litgpt's fused qkv: the saved v view keeps the whole qkv output alive "

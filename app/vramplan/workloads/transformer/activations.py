@@ -259,6 +259,20 @@ def layer_coeffs(arch, k: Kernels, lora_inputs: dict | None = None) -> tuple[flo
     return c, score_bytes_saved(arch, k)
 
 
+def mlp_coeff(arch, k: Kernels, lora_inputs: dict | None = None) -> float:
+    """The MLP module's share of layer_coeffs (its saved input, activation-function and
+    down-projection tensors), bytes per token per hidden unit; the pre-MLP norm is not in it.
+    Unsloth's tiled MLP keeps p in its place (stack_hooks)."""
+    p = k.p
+    hid_drop, _ = dropout_flags(arch, True) if k.dropout else (False, False)
+    f = _widths(arch)[2]
+    keep = lora_inputs or {"qkv": True, "o": True, "up": True, "down": True}
+    lin_mixed = 2 if k.mixed else (1.0 if k.float8 else p)
+    c = (lin_mixed if keep["up"] else 0) + _mlp_saved(0.0, arch, k, keep, p, f, hid_drop)
+    c += composite_gelu_bytes(arch, k) * f
+    return c + (f if hid_drop and inner_dropout(arch) else 0)
+
+
 def selective_terms(arch, k: Kernels) -> tuple[float, float, float]:
     """Op-level selective recomputation (torchtitan 'op' SAC, torchtitan/distributed/
     activation_checkpoint.py: `_op_sac_save_list` holds aten.mm, the SDPA / flash kernels and

@@ -8,6 +8,7 @@ from ... import precision as prec_mod
 from ...catalog.stacks import default_optimizer
 from .. import stack_mechanisms as mech
 from . import formats
+from .activations import mlp_coeff
 
 
 class StackHooks:
@@ -84,10 +85,26 @@ class StackHooks:
             return {g: True for g in keep}
         return keep
 
-    def stack_saved_coeff(self) -> float:
+    def stack_saved_coeff(self, keep: dict | None = None) -> float:
         """Bytes per token per hidden unit one block saves beyond the layer model (the two
         stack mechanisms that add saved tensors)."""
-        return self._bnb_fp32_inputs() + self._litgpt_qkv()
+        return self._bnb_fp32_inputs() + self._litgpt_qkv() + self._tiled_mlp_saved(keep)
+
+    def stack_mlp_tile(self, tokens: int) -> int | None:
+        """Tokens per tile of Unsloth's tiled MLP (option tiled-mlp; the default "arctic"
+        split, unsloth_zoo/tiled_mlp.py tiled_forward_arctic_size: h tokens, at most all of
+        them); None where the MLP is not tiled."""
+        if "tiled-mlp" not in self.opts or not mech.use(self.notes, self.stack, "tiled-mlp"):
+            return None
+        return min(self.arch.hidden, int(tokens))
+
+    def _tiled_mlp_saved(self, keep: dict | None) -> float:
+        """With the tiled MLP a block keeps the MLP's input x (TiledMLP.forward:
+        save_for_backward(x)) instead of the MLP's own saved tensors: their difference."""
+        if self.stack_mlp_tile(1) is None:
+            return 0.0
+        mlp = mlp_coeff(self.arch, self.kernels(True), keep)
+        return (self.p - mlp) / self.L.tensor
 
     def _litgpt_qkv(self) -> float:
         """litgpt's fused qkv: the q and k parts kept by the saved v view (as many key / value

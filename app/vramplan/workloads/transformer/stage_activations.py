@@ -13,7 +13,7 @@ from ...catalog import hf_config
 from ...vec import vmax
 from . import encdec as encdec_mod
 from . import lowp_training, mixer_activations, sharding
-from .activations import inner_dropout, layer_coeffs, saves_output, selective_coeff
+from .activations import inner_dropout, layer_coeffs, mlp_coeff, saves_output, selective_coeff
 
 
 class StageActivations:
@@ -123,7 +123,7 @@ class StageActivations:
         tp = L.tensor
         sp = tp > 1 and "sequence-parallel" in self.opts
         c, sc_coef = sharding.tp_layer(c, sc_coef, sharding.replicated_coeff(a, k, keep), tp, sp)
-        c += self.stack_saved_coeff()   # bitsandbytes fp32 input casts (stack_hooks)
+        c += self.stack_saved_coeff(keep)   # bitsandbytes fp32 input casts (stack_hooks)
         seq_div = tp if sp else 1     # block-boundary tensors: split along s with SP
         scores = sc_coef * self.b * a.heads * (self.s ** 2) / max(1, L.context)
         layer_full = c * sbh + scores
@@ -150,9 +150,13 @@ class StageActivations:
         kv_len = max(self.s, self.t) if blk.encdec else self.s   # the decoder's widest scores
         # the two block-width gradients run on the residual stream: whole on every TP rank
         # without SP (the replicated region, Korthikanti s.4), over t with SP
-        bwd_tmp = 2 * self.p * ffw * sbh / tp + 2 * self.p * sbh / blk.seq_div + (
+        tile = self.stack_mlp_tile(blk.T)   # Unsloth's tiled MLP: f-wide tensors per tile
+        mlp_sbh = sbh if tile is None else tile * a.hidden
+        bwd_tmp = 2 * self.p * ffw * mlp_sbh / tp + 2 * self.p * sbh / blk.seq_div + (
             2 * self.p * self.b * a.heads * self.t * kv_len / tp
             if blk.k.attention == "eager" else 0)
+        if tile is not None:   # the tile's recomputed MLP tensors (stack_hooks)
+            bwd_tmp += mlp_coeff(a, blk.k, blk.keep) * mlp_sbh / tp
         if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
             bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
         if not blk.encdec and blk.keep is None:   # or the second norm's backward (sharding)
