@@ -31,3 +31,19 @@ def test_refused_without_unsloth_naming_options(stack):
     with pytest.raises(ScenarioError) as err:
         estimate({**LORA, "stack": stack, "options": ["tiled-mlp"]})
     assert "options" in str(err.value) and "unsloth" in str(err.value)
+
+
+def test_the_form_offers_tiled_mlp_only_where_the_stack_has_it():
+    """The page asks the core which options apply: tiled-mlp is offered for an unsloth plan
+    from 2025-11 on and nowhere else (it was offered to every training plan, then refused)."""
+    from vramplan.scenario import form
+
+    def offered(stack):
+        d = {"model": "meta-llama/Llama-3.1-8B", "task": "lora"}
+        if stack is not None:
+            d["stack"] = stack
+        f = next(x for x in form.fields(d, "nvidia-h100-sxm5-80gb") if x.key == "options")
+        return "tiled-mlp" in (f.choices or ())
+
+    assert offered("unsloth") and offered("unsloth@2025-12")
+    assert not any(offered(s) for s in (None, "hf", "unsloth@2025-10", "no-such-stack"))

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.stacks import default_optimizer as stack_optimizer
-from ..catalog.stacks import resolve as resolve_stack
 from ..errors import ScenarioError, closest
 from ..readers import read_choice, read_json, read_obj
 from ..vocab import MODELLESS_TASKS, TRAINING_TASKS, TRANSFORMER_FAMILIES
@@ -25,7 +24,7 @@ from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .multimodal_keys import check_images
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_task, max_positions, model_given,
-                    positions_error, precisions_for, supported_tasks,
+                    positions_error, precisions_for, stack_allows, supported_tasks,
                     task_defaults, task_hint)
 
 __all__ = ["fields_of", "given_keys", "read_precision", "read_lora", "check_lora_targets",
@@ -311,7 +310,7 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     if task == "serve":
         f["serving"] = _serve_fields(d, f, maxpos, spec)
     f["stack"] = BY_NAME["stack"].read(d["stack"]) if d.get("stack") is not None else None
-    if "tiled-mlp" in f["options"] and not resolve_stack(f["stack"]).has("tiled-mlp"):
+    if "tiled-mlp" in f["options"] and not stack_allows("tiled-mlp", f["stack"]):
         raise ScenarioError("options", "'tiled-mlp' is Unsloth's tiled MLP (unsloth-zoo "
                             "2025-11 on): it needs stack 'unsloth' (2025-11 or later), got "
                             f"{f['stack'] or 'pytorch'!r}")

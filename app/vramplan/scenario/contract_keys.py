@@ -128,7 +128,8 @@ CONTRACT = (
        choices_of=lambda r: offload_choices(r.task, r.family)),
     _k("options", "multi", "Options", "framework switches that change memory",
        choices=tuple(OPTIONS), default=[],
-       choices_of=lambda r: option_choices(r.task, r.family)),
+       choices_of=lambda r: option_choices(r.task, r.family, r.given.get("stack")
+                                           if isinstance(r.given, dict) else None)),
     _k("serving", "object", "Serving engine", "serve: the engine's KV pool and limits",
        tasks=("serve",), where="task 'serve'", default_doc="serve: the serving.* defaults"),
     _k("stack", "choice", "Software", "the software that runs the job: NAME or NAME@VERSION "

@@ -182,9 +182,30 @@ def _in_scope(scope, task: str, family: str | None) -> bool:
     return (fams is None or family in fams) and (tasks is None or task in tasks)
 
 
-def option_choices(task: str, family: str | None) -> tuple[str, ...]:
-    """The options some workload reads for this task and model family (OPTIONS order)."""
-    return tuple(o for o, sc in OPTION_SCOPE.items() if _in_scope(sc, task, family))
+STACK_OPTIONS = {"tiled-mlp": "tiled-mlp"}
+"""Options that exist only in some software: option -> the stack mechanism it needs
+(catalog/data/stacks.toml; Unsloth's tiled MLP from unsloth-zoo 2025-11)."""
+
+
+def stack_allows(option: str, stack) -> bool:
+    """Whether `stack` (a `stack` key value, None: the default) has what `option` needs."""
+    mechanism = STACK_OPTIONS.get(option)
+    if mechanism is None:
+        return True
+    from ..catalog.stacks import read_stack
+    from ..catalog.stacks import resolve as resolve_stack
+    from ..errors import VramplanError
+    try:
+        return resolve_stack(read_stack(stack) if stack is not None else None).has(mechanism)
+    except VramplanError:          # a stack the scenario pass refuses by its own name
+        return False
+
+
+def option_choices(task: str, family: str | None, stack=None) -> tuple[str, ...]:
+    """The options some workload reads for this task and model family, and the plan's
+    software has (OPTIONS order)."""
+    return tuple(o for o, sc in OPTION_SCOPE.items()
+                 if _in_scope(sc, task, family) and stack_allows(o, stack))
 
 
 def offload_choices(task: str, family: str | None) -> tuple[str, ...]:
