@@ -104,11 +104,11 @@ def _counting(monkeypatch) -> list:
     return calls
 
 
-def test_one_page_edit_runs_the_pass_five_times(monkeypatch):
+def test_one_page_edit_runs_the_pass_three_times(monkeypatch):
     # the default page: LoRA on Llama-3.1-8B on an H100; the edit: batch_size 2. The passes:
     # 1 the form's (the draft -> form fields, errors and the scenario estimated);
-    # 2 the share link's (scenario/query.py to_query: the defaults of model + task + gpu,
-    #   then the link read back to check it gives the plan);
+    # 0 the share link's (scenario/query.py to_query writes the given keys; before: 2, the
+    #   defaults of model + task + gpu, then the link read back to check it gives the plan);
     # 2 the max-batch search's ends, batch 1 and the cap 2**20: the two checks that the
     #   batch is a plain range-checked key (unavoidable: the pass alone knows what it
     #   derives from the batch); every probe between (batch 2, the secant guess, guess + 1)
@@ -121,7 +121,7 @@ def test_one_page_edit_runs_the_pass_five_times(monkeypatch):
                         or figures(sc, dev, spec))
     st.set("batch_size", 2)
     assert not st.errors and st.estimate.max_batch_size == 4
-    assert [c.get("batch_size") for c in calls] == [2, 1, 1 << 20, None, 2]
+    assert [c.get("batch_size") for c in calls] == [2, 1, 1 << 20]
     assert len(probes) >= 4      # the plan itself, then 1, 2, ... all but 1 by the field
 
 

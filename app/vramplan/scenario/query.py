@@ -8,10 +8,12 @@ Form (documented in docs/scenario.md):
 - `architecture` as compact JSON (a config.json is free-form);
 - workload-specific keys: scalars as text, lists/objects as JSON.
 
-`to_query` is compact: it writes only the keys given (`Scenario.given`; a value derived from
-them, such as serve's serving.max_num_seqs from batch_size, is derived again when the link is
-read) that differ from the same model, task and GPU with every default, then checks that the string parses back to the same scenario and adds keys until it
-does.
+`to_query` writes the keys given (`Scenario.given_dict()`, model, architecture, task and GPU
+first) and nothing else: a value derived from them, such as serve's serving.max_num_seqs from
+batch_size, is derived again when the link is read. It runs no pass: the scenario already
+resolved those keys, and the same keys resolve to the same scenario (the round trip
+`from_query(to_query(sc)) == sc` is a property test, tests/test_scenario_query_given.py). A
+scenario built directly counts every value as given and writes them all.
 """
 from __future__ import annotations
 
@@ -79,46 +81,14 @@ def _flat(d: dict, extra_names) -> list[tuple[str, str]]:
     return out
 
 
-def _diff(full: dict, base: dict) -> dict:
-    out = {}
-    for k, v in full.items():
-        b = base.get(k)
-        if v == b:
-            continue
-        if k in _NESTED and isinstance(v, dict) and isinstance(b, dict):
-            out[k] = {sk: sv for sk, sv in v.items() if b.get(sk) != sv}
-        else:
-            out[k] = v
-    return out
+SEED = ("model", "architecture", "task", "gpu")   # written first: what a reader sees first
 
 
 def to_query(sc) -> str:
-    Scenario = type(sc)
-    full = sc.to_dict()
-    extra_names = set(EXTRA_NAMES)
-    seed = {k: full[k] for k in ("model", "architecture", "task", "gpu") if k in full}
-    try:
-        base = Scenario.from_dict(seed).to_dict()
-    except ScenarioError:
-        base = {}
-    # the keys given (not the ones derived from them), less those equal to the defaults
-    given = sc.given_dict() if getattr(sc, "given", None) is not None else full
-    compact = {**seed, **_diff(given, base)}
-    for _ in range(len(full) + 1):
-        q = urlencode(_flat(compact, extra_names))
-        try:
-            back = Scenario.from_query(q)
-        except ScenarioError:
-            back = None
-        if back == sc:
-            return q
-        # add back whole keys that did not survive, then everything
-        missing = [k for k in full if back is None or back.to_dict().get(k) != full[k]]
-        if not missing or all(compact.get(k) == full[k] for k in missing):
-            break
-        for k in missing:
-            compact[k] = full[k]
-    return urlencode(_flat(full, extra_names))
+    """The link of `sc`: its given keys, the seed keys first (no pass is run)."""
+    given = sc.given_dict()
+    ordered = {**{k: given[k] for k in SEED if k in given}, **given}
+    return urlencode(_flat(ordered, set(EXTRA_NAMES)))
 
 
 def _convert(key: str, s: str, extra_names) -> Any:
