@@ -47,3 +47,44 @@ def test_the_form_offers_tiled_mlp_only_where_the_stack_has_it():
 
     assert offered("unsloth") and offered("unsloth@2025-12")
     assert not any(offered(s) for s in (None, "hf", "unsloth@2025-10", "no-such-stack"))
+
+
+def _block_backward(monkeypatch, d) -> float:
+    """One block's backward temporaries as the estimate computes them (a spy on
+    stage_activations.StageActivations._block_backward)."""
+    from vramplan.workloads.transformer import footprint
+    seen, real = [], footprint._Ctx._block_backward
+
+    def spy(self, blk):
+        seen.append(real(self, blk))
+        return seen[-1]
+
+    monkeypatch.setattr(footprint._Ctx, "_block_backward", spy)
+    estimate(d, with_max_batch=False)
+    return seen[-1]
+
+
+def test_block_backward_holds_one_tiles_mlp(monkeypatch):
+    """TiledMLP.backward recomputes one tile of min(h, T) = 4096 tokens at a time with grad
+    enabled: its f-wide gradients (2 p f per token) and its MLP's saved tensors (q_proj /
+    v_proj LoRA: gate, silu(gate), up = 3 p f per token) live for that tile only, not the
+    f-wide gradients of all T = 32768 tokens. Per block backward:
+    plain 2 * 2 * 14336 * 32768 = 1,879,048,192;
+    tiled (2 + 3) * 2 * 14336 * 4096 = 587,202,560; difference 1,291,845,632."""
+    plain = _block_backward(monkeypatch, LORA)
+    tiled = _block_backward(monkeypatch, {**LORA, "options": ["tiled-mlp"]})
+    f, T, tile = 14336, 32768, 4096
+    assert plain - tiled == 2 * 2 * f * T - (2 + 3) * 2 * f * tile == 1_291_845_632
+
+
+def test_tiles_recompute_unsloths_lora_mlp(monkeypatch):
+    """With gate / up / down adapted Unsloth's LoRA_MLP runs inside each tile (TiledMLP wraps
+    mlp._unsloth_forward, unsloth/models/llama.py patch_peft_model): a tile keeps X, e, g
+    (p h + 2 p f per token) and its backward one f-wide gradient DW (p f). Per block backward:
+    plain 2 * 14336 * 32768 = 939,524,096; tiled 2 * 14336 * 4096 + (2 * 4096 + 4 * 14336) *
+    4096 = 117,440,512 + 268,435,456; difference 553,648,128."""
+    d = {**LORA, "lora": {"targets": ["all-linear"]}}
+    plain = _block_backward(monkeypatch, d)
+    tiled = _block_backward(monkeypatch, {**d, "options": ["tiled-mlp"]})
+    h, f, T, tile = 4096, 14336, 32768, 4096
+    assert plain - tiled == 2 * f * T - (2 * f * tile + (2 * h + 4 * f) * tile) == 553_648_128

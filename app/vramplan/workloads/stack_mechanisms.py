@@ -39,6 +39,18 @@ The byte formulas, each read in the framework's source:
   one tile at a time with grad enabled (its intermediates and their gradients live for that
   tile only) into a whole-size x gradient (`zeros_like(x)`, the input gradient a plain MLP
   writes too).
+- `unsloth-lora-kernels` (unsloth/kernels/fast_lora.py, in Unsloth's first upload c3d6def6,
+  2023-11-30, unchanged in what it saves at 015bdef0; patched in by unsloth/models/llama.py
+  FastLlamaModel.patch_peft_model when lora_dropout is 0 and bias 'none'): `LoRA_MLP` (gate,
+  up and down all adapted) saves `X, e, g` (the input, gate and up outputs) and the six
+  adapter matrices; its backward computes DW = dY @ down^T (one f-wide tensor), then
+  swiglu_DWf_DW_dfg writes h, df and de into DW, e and g in place, and dX is written into X
+  (`out = X`): a block keeps x + 2 p f per token, not the product and act(gate) as well (PEFT's
+  x + 4 p f), and its MLP backward holds one f-wide gradient, not two. `LoRA_QKV` (q, k, v all
+  adapted) saves X once for q, k and v, and `LoRA_W` (o) saves its input X: what the layer
+  model counts for adapted attention linears already (PEFT's adapters on a dropout-0 input
+  share it too), so they move no bytes; the r-wide X @ A products PEFT keeps are not counted
+  either way.
 - `loss-parallel-backward` (torchtitan's loss_parallel() with tensor parallelism; torch's
   torch/distributed/tensor/parallel/loss.py _nll_loss_backward_handler, torch 2.13.0): the
   backward of the vocabulary-sharded loss holds the saved fp32 log-softmax output x,
@@ -127,6 +139,10 @@ EFFECT = {
     "tiled-mlp": "with option tiled-mlp, Unsloth's TiledMLP runs each MLP under no_grad in "
                  "tiles of hidden-size tokens and saves only its input x; its backward "
                  "recomputes one tile at a time (one tile's intermediates and gradients)",
+    "unsloth-lora-kernels": "Unsloth's LoRA_MLP keeps its input, gate and up outputs "
+                            "(X, e, g) and recomputes the activation and product in backward, "
+                            "which rewrites them in place (one f-wide gradient); LoRA_QKV keeps "
+                            "X once for q, k and v",
     "loss-parallel-backward": "torch's loss_parallel backward holds a fourth fp32 vocabulary-"
                               "shard buffer ((zeros_like(x) + exp(x)) * grad beside x)",
     "litgpt-qkv-views": "litgpt's fused qkv: the saved v view keeps the whole qkv output alive "
@@ -205,6 +221,12 @@ def compiled_loss_bytes(p: int, tokens: int, vocab: int) -> int:
     """torchtitan's compiled cross-entropy at the start of backward: the saved 16-bit logits,
     the 16-bit gradient its fused backward writes, and two fp32 values per row."""
     return 2 * p * tokens * vocab + 8 * tokens
+
+
+def lora_mlp_coeff(x_bytes: float, p: int, f_ratio: float) -> float:
+    """Unsloth's LoRA_MLP saved bytes per token per hidden unit: its input X (x_bytes) and the
+    gate and up outputs e, g (p f / h each); the activation and product are recomputed."""
+    return x_bytes + 2 * p * f_ratio
 
 
 def loss_parallel_bytes(tokens: int, vocab_shard: int) -> int:

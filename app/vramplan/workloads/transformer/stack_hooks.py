@@ -9,6 +9,7 @@ from ...catalog.stacks import default_optimizer
 from .. import stack_mechanisms as mech
 from . import formats
 from .activations import mlp_coeff
+from .family import ALL_LINEAR
 
 
 class StackHooks:
@@ -86,9 +87,9 @@ class StackHooks:
         return keep
 
     def stack_saved_coeff(self, keep: dict | None = None) -> float:
-        """Bytes per token per hidden unit one block saves beyond the layer model (the two
-        stack mechanisms that add saved tensors)."""
-        return self._bnb_fp32_inputs() + self._litgpt_qkv() + self._tiled_mlp_saved(keep)
+        """Bytes per token per hidden unit one block saves beyond the layer model (the stack
+        mechanisms that add or drop saved tensors)."""
+        return self._bnb_fp32_inputs() + self._litgpt_qkv() + self._mlp_saved_delta(keep)
 
     def stack_mlp_tile(self, tokens: int) -> int | None:
         """Tokens per tile of Unsloth's tiled MLP (option tiled-mlp; the default "arctic"
@@ -98,13 +99,46 @@ class StackHooks:
             return None
         return min(self.arch.hidden, int(tokens))
 
-    def _tiled_mlp_saved(self, keep: dict | None) -> float:
-        """With the tiled MLP a block keeps the MLP's input x (TiledMLP.forward:
-        save_for_backward(x)) instead of the MLP's own saved tensors: their difference."""
-        if self.stack_mlp_tile(1) is None:
-            return 0.0
-        mlp = mlp_coeff(self.arch, self.kernels(True), keep)
-        return (self.p - mlp) / self.L.tensor
+    def _mlp_saved_delta(self, keep: dict | None) -> float:
+        """What the stack's MLP saves less what the layer model counts for it: with the tiled
+        MLP the MLP's input x alone (TiledMLP.forward: save_for_backward(x)); with Unsloth's
+        LoRA_MLP its X, e and g (stack_mlp_coeff)."""
+        k = self.kernels(True)
+        plain = mlp_coeff(self.arch, k, keep)
+        if self.stack_mlp_tile(1) is not None:
+            return (self.p - plain) / self.L.tensor
+        return (self.stack_mlp_coeff(k, keep) - plain) / self.L.tensor
+
+    def stack_mlp_coeff(self, k, keep: dict | None) -> float:
+        """Bytes per token per hidden unit the MLP module saves (per tile under the tiled MLP,
+        whose backward recomputes it): Unsloth's LoRA_MLP keeps X, e and g and recomputes the
+        activation and product in backward; otherwise the layer model's mlp_coeff."""
+        if not self._unsloth_lora_mlp():
+            return mlp_coeff(self.arch, k, keep)
+        x_bytes = 2 if k.mixed else (1.0 if k.float8 else k.p)   # as mlp_coeff's input term
+        return mech.lora_mlp_coeff(x_bytes, k.p, self.arch.ffn / self.arch.hidden)
+
+    def stack_mlp_grads(self) -> int:
+        """f-wide gradients one block's MLP backward holds: 2 (the product's two factors);
+        1 under Unsloth's LoRA_MLP (its backward writes h, df and de into DW, e and g in
+        place, and dX into X)."""
+        return 1 if self._unsloth_lora_mlp() else 2
+
+    def _unsloth_lora_mlp(self) -> bool:
+        """Unsloth patches a decoder's gated MLP with LoRA_MLP when gate_proj, up_proj and
+        down_proj all carry adapters and lora_dropout is 0 (unsloth/models/llama.py
+        FastLlamaModel.patch_peft_model; PEFT 'bias' none, the only kind modelled)."""
+        sc, a = self.sc, self.arch
+        if sc.task not in ("lora", "qlora") or not a.gated_mlp or a.is_moe or \
+                a.kind != "decoder" or not self.stack.has("unsloth-lora-kernels"):
+            return False
+        lora = sc.lora
+        if lora is not None and float(lora.dropout or 0) != 0:
+            return False
+        t = {str(x).lower() for x in (lora.targets if lora is not None else ())}
+        if not (t & set(ALL_LINEAR) or {"gate_proj", "up_proj", "down_proj"} <= t):
+            return False
+        return mech.use(self.notes, self.stack, "unsloth-lora-kernels")
 
     def _litgpt_qkv(self) -> float:
         """litgpt's fused qkv: the q and k parts kept by the saved v view (as many key / value

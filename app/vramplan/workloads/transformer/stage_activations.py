@@ -13,7 +13,7 @@ from ...catalog import hf_config
 from ...vec import vmax
 from . import encdec as encdec_mod
 from . import lowp_training, mixer_activations, sharding
-from .activations import inner_dropout, layer_coeffs, mlp_coeff, saves_output, selective_coeff
+from .activations import inner_dropout, layer_coeffs, saves_output, selective_coeff
 
 
 class StageActivations:
@@ -152,11 +152,12 @@ class StageActivations:
         # without SP (the replicated region, Korthikanti s.4), over t with SP
         tile = self.stack_mlp_tile(blk.T)   # Unsloth's tiled MLP: f-wide tensors per tile
         mlp_sbh = sbh if tile is None else tile * a.hidden
-        bwd_tmp = 2 * self.p * ffw * mlp_sbh / tp + 2 * self.p * sbh / blk.seq_div + (
+        n_f = self.stack_mlp_grads()   # 1 under Unsloth's LoRA_MLP (in place; stack_hooks)
+        bwd_tmp = n_f * self.p * ffw * mlp_sbh / tp + 2 * self.p * sbh / blk.seq_div + (
             2 * self.p * self.b * a.heads * self.t * kv_len / tp
             if blk.k.attention == "eager" else 0)
         if tile is not None:   # the tile's recomputed MLP tensors (stack_hooks)
-            bwd_tmp += mlp_coeff(a, blk.k, blk.keep) * mlp_sbh / tp
+            bwd_tmp += self.stack_mlp_coeff(blk.k, blk.keep) * mlp_sbh / tp
         if tp > 1:   # SP: the all-gathered full-sequence input of a column-parallel linear;
             bwd_tmp += self.p * sbh   # TP alone: its input gradient's partial sum (all-reduced)
         if not blk.encdec and blk.keep is None:   # or the second norm's backward (sharding)
