@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from key_fixture import add_row
 from vramplan.errors import ScenarioError
 from vramplan.scenario import Scenario, form, keys, resolve
 from vramplan.scenario.schema import Key
@@ -19,13 +20,8 @@ ROW = Key("warmup_steps", "int", "Warm-up steps", "learning-rate warm-up steps (
 
 @pytest.fixture
 def added(monkeypatch):
-    """The key table with one more contract row (after `gpu`)."""
-    contract = keys.CONTRACT + (ROW,)
-    monkeypatch.setattr(keys, "CONTRACT", contract)
-    monkeypatch.setattr(keys, "KEYS", contract + keys.NESTED + keys.EXTRA)
-    monkeypatch.setattr(keys, "CONTRACT_KEYS", tuple(k.name for k in contract))
-    monkeypatch.setitem(keys.BY_NAME, ROW.name, ROW)
-    return ROW
+    """The key table with one more contract row (after `gpu`): tests/key_fixture.py."""
+    return add_row(monkeypatch, ROW)
 
 
 def test_the_key_is_validated_and_kept(added):

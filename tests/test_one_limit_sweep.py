@@ -3,9 +3,8 @@ safety_margin, as the verdict, max batch and the advisor do; `--headroom` is tha
 another flag (read by the one reader, refused naming safety_margin), and the advisor's
 `parse_headroom` is a view of the same reader with the same default (0)."""
 import json
-import subprocess
-import sys
 
+from cli_helpers import run
 from vramplan.advisor import parse_headroom
 from vramplan.sweep import gpus_needed
 
@@ -45,22 +44,17 @@ def test_parse_headroom_is_the_safety_margin_reader():
             raise AssertionError(bad)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "vramplan.cli", *args], capture_output=True,
-                          text=True)
-
-
-def test_cli_sweep_gpus_needed_headroom_is_safety_margin(tmp_path):
+def test_cli_sweep_gpus_needed_headroom_is_safety_margin(tmp_path, capsys):
     f = tmp_path / "s.json"
     f.write_text(json.dumps(PLAN))
     args = ("sweep", "--scenario", str(f), "--gpus-needed", "--vary",
             "gpu=nvidia-h100-sxm5-80gb", "--format", "json")
-    a = _cli(*args, "--headroom", "60 GiB")
+    rc_a, out_a, err_a = run(capsys, *args, "--headroom", "60 GiB")
     g = tmp_path / "kept.json"                 # the margin as the plan's own key
     g.write_text(json.dumps({**PLAN, "safety_margin": "60 GiB"}))
-    b = _cli("sweep", "--scenario", str(g), *args[3:])
-    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
-    assert json.loads(a.stdout) == json.loads(b.stdout)
-    bad = _cli(*args, "--headroom", "60%")
-    assert bad.returncode == 2 and "safety_margin" in bad.stderr
-    assert bad.stderr.count("\n") == 1
+    rc_b, out_b, err_b = run(capsys, "sweep", "--scenario", str(g), *args[3:])
+    assert rc_a == 0 and rc_b == 0, err_a + err_b
+    assert json.loads(out_a) == json.loads(out_b)
+    rc, _out, err = run(capsys, *args, "--headroom", "60%")
+    assert rc == 2 and "safety_margin" in err
+    assert err.count("\n") == 1

@@ -8,6 +8,7 @@ import inspect
 
 import pytest
 
+from key_fixture import add_row
 from vramplan.scenario import form, keys
 from vramplan.scenario.keys import key
 from vramplan.scenario.resolution import Resolution
@@ -23,13 +24,8 @@ ROW = Key("warmup_shape", "choice", "Warm-up shape", "learning-rate warm-up (a t
 
 @pytest.fixture
 def added(monkeypatch):
-    """The key table with one more contract row (after `gpu`), as tests/test_add_a_key.py."""
-    contract = keys.CONTRACT + (ROW,)
-    monkeypatch.setattr(keys, "CONTRACT", contract)
-    monkeypatch.setattr(keys, "KEYS", contract + keys.NESTED + keys.EXTRA)
-    monkeypatch.setattr(keys, "CONTRACT_KEYS", tuple(k.name for k in contract))
-    monkeypatch.setitem(keys.BY_NAME, ROW.name, ROW)
-    return ROW
+    """The key table with one more contract row (after `gpu`): tests/key_fixture.py."""
+    return add_row(monkeypatch, ROW)
 
 
 def _choices(draft, name):
