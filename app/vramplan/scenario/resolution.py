@@ -26,7 +26,7 @@ from . import keys as K
 from .build import model_of
 from .collect import ScenarioErrors, given_only, message_of
 from .keys import BY_NAME, derive, subkeys
-from .model import Scenario
+from .model import Scenario, _refused_entries
 from .rules import default_task, max_positions, model_given, supported_tasks
 from .schema import Key
 
@@ -267,6 +267,27 @@ class Resolution:
                 lo, hi = self.bounds(k)
                 out.append(Row(k, choices, lo, hi, get_path(self.given, k.name), self))
         return out
+
+    def kept(self) -> "Resolution":
+        """The pass of the given keys less the entries this model and task do not take (no
+        row shows them) and those the pass refuses (`Scenario.replace`'s rule, the model,
+        architecture and task kept): what a page keeps of its draft when the model changes.
+        `self` when nothing goes, so the common switch runs this one pass; again after each
+        round that drops something (the pass names one rule between keys at a time)."""
+        r = self
+        for _ in range(len(entries(self.given or {})) + 1):
+            if not isinstance(r.given, dict):
+                return r
+            shown = {row.key.name for row in r.rows()}
+            d = r.given
+            for name in entries(d):
+                if name.split(".")[0] not in SEED and name not in shown:
+                    d = without_path(d, name)
+            d = _refused_entries(d, r.errors, frozenset())
+            if d == r.given:
+                return r
+            r = Resolution(d, self.gpu)
+        return r
 
     def minimal(self) -> dict:
         """The given keys less those the pass derives to the same scenario without them (a

@@ -25,10 +25,10 @@ from ...errors import UnknownIdError, VramplanError
 from ...estimate import estimate as run_estimate
 from ...hardware import default_db
 from ...scenario import Scenario, ScenarioErrors, resolve
+from ...scenario.collect import given_only
 from ...scenario import form
 from ...scenario.keys import BY_NAME
-from ...scenario.model import without_refused
-from ...scenario.resolution import entries, entry_of, get_path, with_path, without_path
+from ...scenario.resolution import entry_of, get_path, with_path
 from .draft import (ALL, DEFAULT_GPUS, DEFAULT_WORKLOADS, MACHINE_NOTES, NO_MODEL,  # noqa: F401
                     OWN, POPULAR_GPUS, SEED, SIZE_ONLY, Notice, Snapshot, notice, default_draft,
                     default_gpu, describe_model, draft_from_query, draft_key, family_of,
@@ -210,13 +210,10 @@ class PlanState:
             return
         keep = {k: v for k, v in self.draft.items() if k not in ("model", "architecture")
                 and not (k in BY_NAME and BY_NAME[k].model_given)}
-        d = {**seed, **keep}
-        applies = {f.key for f in form.fields(d, self.gpu)}
-        for name in entries(d):                 # what the new model does not take goes
-            if name not in SEED and name not in applies:
-                d = without_path(d, name)
-        # entries the new model refuses go, until it resolves (Scenario.replace's rule)
-        self._commit(without_refused(d, gpu=self.gpu))
+        # what the new model does not take or refuses goes (Scenario.replace's rule): one
+        # pass when nothing goes, and that pass is the new draft's (no second one to commit)
+        view = form.view({**seed, **keep}, self.gpu).kept()
+        self._commit(view.given, view=view)
 
     def set_gpu(self, gpu: str) -> None:
         dev = self.db.get(gpu)
@@ -348,7 +345,8 @@ class PlanState:
         self.history.append(Snapshot(dict(self.draft), self.gpu, dict(self.bad)))
         del self.history[:-HISTORY]
 
-    def _commit(self, d: dict, keep_bad: bool = False) -> None:
+    def _commit(self, d: dict, keep_bad: bool = False, view=None) -> None:
+        """The draft becomes `d` (`view`: its pass, when already made)."""
         self._push()
         if not keep_bad:        # a link's bad value counts while it is left as it was
             self.bad = {k: v for k, v in self.bad.items()
@@ -356,18 +354,20 @@ class PlanState:
                         and get_path(d, dk) == get_path(self.draft, dk)}
         self.draft = d
         self.notices = [n for n in self.notices if n.choices]
-        self.recompute()
+        self.recompute(view)
         self._emit({"draft", "estimate", "notices"})
 
     def _estimate(self, d: dict):
         sc = resolve(d, self.gpu)
         return sc, run_estimate(sc, self.device)
 
-    def recompute(self) -> bool:
-        """The form, the problems and (when there are none) the estimate of the draft. With
-        problems the last good plan stays (stale); with none yet, the plan without the bad
-        entries. True when a new estimate was made."""
-        self._view = view = form.view(self.draft, self.gpu)     # the one pass of this edit
+    def recompute(self, view=None) -> bool:
+        """The form, the problems and (when there are none) the estimate of the draft (`view`:
+        its pass, when already made). With problems the last good plan stays (stale); with
+        none yet, the plan without the bad entries. True when a new estimate was made."""
+        if view is None or view.given != given_only(self.draft) or view.gpu != self.gpu:
+            view = form.view(self.draft, self.gpu)              # the one pass of this edit
+        self._view = view
         self.fields = form.view_fields(view)
         errors = {k: v for k, v in self.bad.items() if entry_of(k, self.draft) is not None}
         errors.update({k: v for k, v in view.by_key().items() if k not in errors and k != "gpu"})
