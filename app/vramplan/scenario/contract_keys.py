@@ -60,13 +60,17 @@ CONTRACT = (
     _k("model", "choice", "Model", "catalog id (Hugging Face repo id; org optional when "
        "unique)", tasks=MODEL_TASKS, default_doc="none: `model` or `architecture` is required, "
        "except for render, volume, array",
-       choices_of=lambda r: tuple(m.id for m in list_models())),
+       choices_of=lambda r: tuple(m.id for m in list_models()), seeds=True, kept=True,
+       before_task=True, shows_if=lambda r: "architecture" not in (r.given or {})),
     _k("architecture", "object", "Architecture", "instead of `model`: a config.json object, "
-       "or {\"params\": 7e9} for a size-only decoder", tasks=MODEL_TASKS, default_doc="none"),
+       "or {\"params\": 7e9} for a size-only decoder", tasks=MODEL_TASKS, default_doc="none",
+       seeds=True, kept=True, before_task=True,
+       shows_if=lambda r: "architecture" in (r.given or {})),
     _k("task", "choice", "Task", "what the job does", choices=TASKS,
        default_doc="denoise for a diffusion pipeline, train for any other model; required "
        "without a model",
-       choices_of=_task_choices),
+       choices_of=_task_choices, seeds=True, kept=True, before_task=True,
+       default_of=lambda r: r.task),
     _k("batch_size", "int", "Batch size", "micro-batch per GPU (sequences, images, frames or "
        "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
                                                      ("render", "array", "load")),
@@ -138,10 +142,11 @@ CONTRACT = (
        "(app/vramplan/catalog/data/stacks.toml, each with its source)", parse=read_stack,
        shown_tasks=MODEL_TASKS, default_doc="pytorch (a plain loop: no framework mechanism; "
        "omitted from the normalised scenario)",
-       choices_of=lambda r: stack_choices(r.family, r.task)),
+       choices_of=lambda r: stack_choices(r.family, r.task), seeds=True),
     _k("gpu", "choice", "GPU", "hardware-database id", default_doc="none (an estimate needs "
        "one)",
-       choices_of=lambda r: tuple(dev.id for dev in default_db().devices)),
+       choices_of=lambda r: tuple(dev.id for dev in default_db().devices), seeds=True,
+       before_task=True),
     # the project's additions, after the contract's keys
     _k("safety_margin", "size", "Safety margin", "memory kept free: the limit that fits, max "
        "batch and the advisor compare device used with is usable memory less this; a share "

@@ -30,10 +30,8 @@ from .model import Scenario, _refused_entries
 from .rules import default_task, max_positions, model_given, supported_tasks
 from .schema import Key
 
-__all__ = ["Resolution", "Row", "get_path", "with_path", "without_path", "entry_of", "entries",
-           "SEED"]
+__all__ = ["Resolution", "Row", "get_path", "with_path", "without_path", "entry_of", "entries"]
 
-SEED = ("model", "architecture", "task")
 OBJECTS = ("lora", "parallel", "serving", "precision")   # keys whose sub-keys are dotted
 
 
@@ -89,6 +87,17 @@ def entry_of(error_key: str, given: dict) -> str | None:
 
 
 _SEEDS: dict[str, dict | None] = {}   # the seed's scenario dict by the seed's JSON text
+
+
+def _seed_names() -> tuple[str, ...]:
+    """The keys the other keys' defaults read (their rows' `seeds`: model, task, stack, gpu)."""
+    return tuple(k.name for k in K.KEYS if k.seeds)
+
+
+def _kept(name: str) -> bool:
+    """A dotted name whose row says what the plan is (`kept`: model, architecture, task)."""
+    k = BY_NAME.get(name.split(".")[0])
+    return k is not None and k.kept
 
 
 def _seed_values(seed: dict) -> dict | None:
@@ -152,9 +161,12 @@ class Resolution:
         self.model_decides = model_given(self.task, self.spec) if self.task else {}
         self._defaults: dict[str, Any] = {}
 
+    def _on_gpu(self, d: Any) -> Any:
+        """`d` on the pass's `gpu` (when given, it replaces the dict's, as `resolve`)."""
+        return {**d, "gpu": self.gpu} if self.gpu is not None and isinstance(d, dict) else d
+
     def _resolve(self, d: Any) -> tuple[Scenario | None, list[tuple[str, str]]]:
-        if self.gpu is not None and isinstance(d, dict):
-            d = {**d, "gpu": self.gpu}
+        d = self._on_gpu(d)
         try:
             return Scenario.from_dict(d), []
         except ScenarioErrors as exc:
@@ -193,10 +205,7 @@ class Resolution:
 
     def _seed(self) -> dict | None:
         d = self.given if isinstance(self.given, dict) else {}
-        seed = {k: d[k] for k in SEED + ("stack", "gpu") if k in d}
-        if self.gpu is not None:
-            seed["gpu"] = self.gpu
-        return _seed_values(seed)
+        return _seed_values(self._on_gpu({k: d[k] for k in _seed_names() if k in d}))
 
     def default(self, name: str) -> Any:
         """The value key `name` takes when left empty: the resolved scenario's where it is not
@@ -207,11 +216,11 @@ class Resolution:
         return self._defaults[name]
 
     def _default(self, name: str) -> Any:
-        if name == "task":
-            return self.task
         k = BY_NAME[name]
+        if k.default_of is not None:                 # the row's own (task: the pass's task)
+            return k.default_of(self)
         values = self._values
-        if get_path(self.given, name) is not None and name not in SEED + ("stack", "gpu"):
+        if get_path(self.given, name) is not None and not k.seeds:
             if k.derive is not None:
                 others = {x.name: get_path(self.given, x.name) for x in K.DERIVED
                           if x.name != name and get_path(self.given, x.name) is not None}
@@ -225,15 +234,14 @@ class Resolution:
 
     # ---- which keys apply, with which choices and bounds ------------------------------------
     def shows(self, k: Key) -> bool:
-        t, fam, d = self.task, self.family, self.given if isinstance(self.given, dict) else {}
-        if k.name == "model":
-            return (t is None or k.applies(t, fam)) and "architecture" not in d
-        if k.name == "architecture":
-            return "architecture" in d and (t is None or k.applies(t, fam))
-        if k.name in ("task", "gpu"):
-            return True
-        if t is None:
+        """The form shows the row: its `shows_if`, then while no task is known its
+        `before_task`, else where the task and family take it and a workload reads it (the
+        model's own keys where the model decides them)."""
+        t, fam = self.task, self.family
+        if k.shows_if is not None and not k.shows_if(self):
             return False
+        if t is None:
+            return k.before_task
         if k.parent and not BY_NAME[k.parent].applies(t, fam):
             return False
         if not k.shown(t, fam):
@@ -281,7 +289,7 @@ class Resolution:
             shown = {row.key.name for row in r.rows()}
             d = r.given
             for name in entries(d):
-                if name.split(".")[0] not in SEED and name not in shown:
+                if not _kept(name) and name not in shown:
                     d = without_path(d, name)
             d = _refused_entries(d, r.errors, frozenset())
             if d == r.given:
@@ -298,7 +306,7 @@ class Resolution:
             return self.given
         d = self.given
         for name in reversed(entries(d)):
-            if name.split(".")[0] in SEED:
+            if _kept(name):
                 continue
             trial = without_path(d, name)
             if self._resolve(trial)[0] == self.scenario:

@@ -61,6 +61,16 @@ class Key:
     # (`resolution.Resolution`: .task, .family, .spec, .given); None: `choices` / lo, hi
     choices_of: Callable[[Any], tuple | None] | None = None
     bounds_of: Callable[[Any], tuple] | None = None
+    # how the pass as a form reads the row, where it differs from the others (ctx as above):
+    # `seeds`: the other keys' defaults read its value (model, task, stack, gpu: given, its
+    # default is its own row's, not derived from the others); `kept`: what the plan is (model,
+    # architecture, task), never dropped from a draft; `before_task`: shown while no task is
+    # known; `shows_if(ctx)`: shown only then; `default_of(ctx)`: its value when left empty
+    seeds: bool = False
+    kept: bool = False
+    before_task: bool = False
+    shows_if: Callable[[Any], bool] | None = None
+    default_of: Callable[[Any], Any] | None = None
 
     @property
     def parent(self) -> str | None:
