@@ -16,16 +16,17 @@ def _est(d: dict, stack: str | None):
 def test_torchtitan_compiled_loss_from_2025_04():
     """Llama-3 8B, FSDP over 8 GPUs (bf16 units, fp32 loss), compile on, 1 x 8192 tokens,
     V = 128256: the eager loss holds 3 fp32 T x V buffers = 12 TV; the compiled one (PR #1033)
-    the 16-bit logits and gradient plus two fp32 per row = 4 TV + 8 T.
-    T V = 8192 * 128256 = 1,050,673,152: 12 TV - (4 TV + 8 T) = 8,405,319,680 bytes."""
+    the 16-bit logits and gradient plus two fp32 per row saved and one in its backward = 4 TV
+    + 12 T (traced: tests/test_stack_trace_loss.py).
+    T V = 8192 * 128256 = 1,050,673,152: 12 TV - (4 TV + 12 T) = 8,405,286,912 bytes."""
     d = {"model": "meta-llama/Meta-Llama-3-8B", "task": "train", "batch_size": 1,
          "seq_len": 8192, "precision": "bf16-mixed", "parallel": {"gpus": 8, "zero": 3},
          "options": ["compile"], "gpu": H100}
     old, new = _est(d, "torchtitan@2025-02"), _est(d, "torchtitan@2025-06")
     TV, T = 8192 * 128256, 8192
-    assert mech.compiled_loss_bytes(2, T, 128256) == 4 * TV + 8 * T
-    assert old.peak_allocated_bytes - new.peak_allocated_bytes == 12 * TV - (4 * TV + 8 * T) \
-        == 8_405_319_680
+    assert mech.compiled_loss_bytes(2, T, 128256) == 4 * TV + 12 * T
+    assert old.peak_allocated_bytes - new.peak_allocated_bytes == 12 * TV - (4 * TV + 12 * T) \
+        == 8_405_286_912
     sec = new.to_dict()["stack"]
     mechs = {m["name"]: m for m in sec["mechanisms"]}
     assert sec["change_point"] == "2025-05" and mechs["compiled-loss"]["applied"]

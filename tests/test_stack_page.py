@@ -82,8 +82,8 @@ def test_the_software_field_offers_names_and_change_points(fsdp):
 
 def test_choosing_torchtitan_2025_06_changes_the_estimate_and_the_url(fsdp):
     """The compiled loss (PR #1033, change point 2025-04) on the FSDP compile plan: T V =
-    8192 x 128256 = 1,050,673,152; eager 12 TV, compiled 4 TV + 8 T: the peak drops by
-    8 TV - 8 T = 8,405,319,680 B against torchtitan@2025-02 (before the change point)."""
+    8192 x 128256 = 1,050,673,152; eager 12 TV, compiled 4 TV + 12 T: the peak drops by
+    8 TV - 12 T = 8,405,286,912 B against torchtitan@2025-02 (before the change point)."""
     w = fsdp.workload
     w.set("stack", "torchtitan@2025-02")
     assert fsdp.scenario.stack == "torchtitan@2025-02" and not w.errors
@@ -91,8 +91,8 @@ def test_choosing_torchtitan_2025_06_changes_the_estimate_and_the_url(fsdp):
     w.set("stack", "torchtitan@2025-06")
     assert fsdp.scenario.stack == "torchtitan@2025-06"
     assert w.fields["stack"].value == "torchtitan@2025-06"
-    assert before - fsdp.estimate.peak_allocated_bytes == 8 * 8192 * 128256 - 8 * 8192 \
-        == 8_405_319_680
+    assert before - fsdp.estimate.peak_allocated_bytes == 8 * 8192 * 128256 - 12 * 8192 \
+        == 8_405_286_912
     assert "stack=torchtitan@2025-06" in fsdp.url.query            # '@' kept readable
     assert Scenario.from_query(fsdp.url.query) == fsdp.scenario
     w.set("stack", "pytorch")                                      # back to the default

@@ -11,8 +11,11 @@ The byte formulas, each read in the framework's source:
 - `compiled-loss` (torchtitan >= 2025-04, PR #1033, commit bbb1b616,
   torchtitan/components/loss.py: `torch.compile(cross_entropy_loss)` when training.compile):
   the compiled graph saves the 16-bit logits and two fp32 values per row (max and log-sum-exp)
-  and its backward is one fused kernel writing a 16-bit gradient: 2 p T V + 8 T bytes, instead
-  of the eager loss's fp32 log-softmax output, its gradient and the input gradient (3 x 4 T V).
+  and its backward is one fused kernel writing a 16-bit gradient beside one fp32 value per row
+  (the row sum it reduces): 2 p T V + 12 T bytes, instead of the eager loss's fp32 log-softmax
+  output, its gradient and the input gradient (3 x 4 T V). Traced on CPU with inductor itself
+  (tests/test_stack_trace_loss.py: saved tensors, and the buffers of the backward code it
+  generates; on CUDA the row sum may stay inside the kernel, 4 T bytes either way).
 - `fused-cross-entropy` (Unsloth, unsloth/kernels/cross_entropy_loss.py
   Fast_CrossEntropyLoss, commit 015bdef0): forward saves (logits, logsumexp, labels) with an
   fp32 logsumexp per row; backward writes the gradient into the logits in place: p T V + 4 T.
@@ -218,9 +221,10 @@ def mark_applied(section_: dict | None, name: str) -> None:
 
 
 def compiled_loss_bytes(p: int, tokens: int, vocab: int) -> int:
-    """torchtitan's compiled cross-entropy at the start of backward: the saved 16-bit logits,
-    the 16-bit gradient its fused backward writes, and two fp32 values per row."""
-    return 2 * p * tokens * vocab + 8 * tokens
+    """torchtitan's compiled cross-entropy in its backward: the saved 16-bit logits and two
+    fp32 values per row, the 16-bit gradient its fused backward writes and its fp32 row sum
+    (traced: tests/test_stack_trace_loss.py)."""
+    return 2 * p * tokens * vocab + 12 * tokens
 
 
 def lora_mlp_coeff(x_bytes: float, p: int, f_ratio: float) -> float:
