@@ -129,8 +129,9 @@ def test_table_says_no_limit_for_a_null_max_batch_and_names_the_roof(capsys):
     out = capsys.readouterr().out
     floor = max(bw["memory_floor_s"], bw["compute_floor_s"])       # the higher roof
     assert bw["min_step_time_s"] == floor
-    assert (f"time per step >= {floor * 1e3:.1f} ms ({bw['bound']}-bound: memory "
-            f"{bw['memory_floor_s'] * 1e3:.1f} ms, compute {bw['compute_floor_s'] * 1e3:.1f} ms)"
+    from vramplan.report.text import seconds       # the report's time format, one for all
+    assert (f"time per step >= {seconds(floor)} ({bw['bound']}-bound: memory "
+            f"{seconds(bw['memory_floor_s'])}, compute {seconds(bw['compute_floor_s'])})"
             in out)
     assert "(memory-bound)" not in out or bw["bound"] == "memory"
 

@@ -93,4 +93,5 @@ def test_cli_prints_the_margin_and_takes_the_flag(capsys):
 def test_report_prints_the_limit():
     from vramplan.report import report
     md = report({**VIT_L, "safety_margin": "5%"}, fmt="md", advice=False)
-    assert "Memory limit (usable minus safety margin)" in md and "(5%)" in md
+    assert "Memory limit (usable minus safety margin)" in md
+    assert "| Safety margin (kept free of usable memory) | 5% of usable (" in md

@@ -272,7 +272,9 @@ def test_cli_sweep_prints_a_summary_and_writes_every_point_with_o(tmp_path):
                f"gpu={gpus}", "-o", str(grid))
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
-    assert lines[0].split()[:3] == ["gpu", "usable", "GiB"] and len(lines) == 2 + 3 + 2
+    # the limit column: usable less the safety margin, said on the line before the count
+    assert lines[0].split()[:3] == ["gpu", "limit", "GiB"] and len(lines) == 2 + 3 + 3
+    assert lines[-2].startswith("memory limit: usable memory - safety margin 0 (default")
     assert f"every point: {grid}" in lines[-1]
     rows = grid.read_text().strip().splitlines()
     assert rows[0].startswith("batch_size,gpu,") and len(rows) == 1 + 64 * 3

@@ -113,6 +113,12 @@ def _finite(n) -> bool:
     return isinstance(n, (int, float)) and not isinstance(n, bool) and math.isfinite(n)
 
 
+def gib_number(n: int | float | None, lang: str = "en", none: str = "-") -> str:
+    """The number of `format_gib` without its unit, for a column whose header says GiB (the
+    CLI's tables): 80 * 2**30 -> '80.00', 1.5e12 -> '1,396.98'."""
+    return format_number(n / GiB, SIZE_DIGITS, lang) if _finite(n) else none
+
+
 def format_gib(n: int | float | None, lang: str = "en", digits: int = SIZE_DIGITS,
                none: str = "–") -> str:
     """Bytes in GiB whatever the size: 80 * 2**30 -> '80.00 GiB', 1.5e12 -> '1,396.98 GiB';

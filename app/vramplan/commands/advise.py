@@ -11,7 +11,7 @@ first. Bad input: one line `vramplan: error: ...`, exit 2.
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ..units import GiB
+from ..units import gib_number
 from ._output import (add_format_arg, add_gpu_arg, add_margin_arg, add_max_gpus_arg, dump_json,
                       emit, table)
 from ._plan import add_scenario_flags, load_one, plan_of  # noqa: F401 (load_one: callers)
@@ -55,7 +55,7 @@ def run(a) -> int:
 
 
 def _g(n) -> str:
-    return "-" if n is None else f"{n / GiB:.2f}"
+    return gib_number(n)
 
 
 def _cost(c, total: bool = False) -> str:
@@ -75,12 +75,23 @@ def _saves(r) -> str:
     return saving(r.to_dict(full=False))
 
 
+def _head(adv) -> list[str]:
+    """What was advised on, the verdict and the one memory limit, in estimate's words (the
+    plan line, report.words.verdict naming the deciding rank, report.words.limit_words)."""
+    from ..report.ranks import decided_by
+    from ..report.words import limit_words, verdict
+    from .estimate import _plan_line
+    e = adv.estimate.to_dict()
+    said = verdict(e, adv.estimate.gpu.usable_bytes)["sentence"]
+    by = decided_by(e)
+    return [_plan_line(e), f"{said} ({by})" if by else said,
+            limit_words(e.get("memory_limit"), flag="--safety-margin or --headroom"), ""]
+
+
 def render(adv) -> str:
-    e, g = adv.estimate, adv.estimate.gpu
-    lines = [f"{adv.scenario.model or adv.scenario.task} ({adv.scenario.task}) on {g.name}: "
-             f"{_g(e.device_used_bytes)} GiB of {_g(g.usable_bytes)} GiB usable; limit with "
-             f"headroom {_g(adv.limit_bytes)} GiB -> {'fits' if adv.fits else 'does not fit'}",
-             ""]
+    from ..report.words import growth_items
+    g = adv.estimate.gpu
+    lines = _head(adv)
     if adv.recommendations:
         rows = [[i, r.id, _saves(r), "yes" if r.estimate.fits else "no", _cost(r.cost),
                  r.title] for i, r in enumerate(adv.recommendations, 1)]
@@ -93,16 +104,16 @@ def render(adv) -> str:
                   adv.allow_job_changes else "not in plans; --allow-job-changes") + "):",
                   table(rows, ["id", "buys", "accuracy risk", "change"], "llll"), ""]
     if adv.plans:
-        rows = [[i, f"{p.gpus} x", _g(p.estimate.device_used_bytes), _cost(p.cost, True),
+        rows = [[i, p.gpus, _g(p.estimate.device_used_bytes), _cost(p.cost, True),
                  " + ".join(c["title"] for c in p.changes)] for i, p in enumerate(adv.plans, 1)]
-        lines += [f"plans that fit with the headroom (fewest GPU-seconds per step first, on "
-                  f"{g.id}):",
+        lines += [f"plans that fit within the memory limit (fewest GPU-seconds per step first, "
+                  f"on {g.id}):",
                   table(rows, ["#", "GPUs", "used GiB", "cost", "changes"], "rrrll"), ""]
     elif not adv.fits:
-        lines += ["no plan found that fits with the headroom", ""]
-    if adv.growth:
-        lines += ["room to grow (leaving the headroom): " +
-                  ", ".join(f"{k} {v}" for k, v in adv.growth.items()), ""]
+        lines += ["no plan found that fits within the memory limit", ""]
+    grow = growth_items(adv.growth, adv.scenario.to_dict())   # the report's and page's words
+    if grow:
+        lines += ["room to grow within the memory limit: " + ", ".join(grow), ""]
     if adv.gpus:
         fit = [r["gpu"] for r in adv.gpus if r["fits"]]
         one = [f"{r['gpu']} ({r['with_one_change']['id']})" for r in adv.gpus

@@ -12,7 +12,7 @@ from ..errors import VramplanError
 from ..scenario import MODELLESS_TASKS
 from ..workloads.diffusion.family import LORA_TARGETS
 from ..report.ranks import text_lines as rank_text_lines
-from ..units import GiB
+from ..units import format_gib, gib_number
 from ._output import dump_json, emit, table
 from ._plan import (METAVARS, add_scenario_flags, architecture_arg,  # noqa: F401 (the names
                     flags_given, scenario_from_args)                # tests and callers import)
@@ -136,8 +136,8 @@ def render_batch_table(results: list[dict]) -> str:
         s, pg = e["scenario"], e["per_gpu"]
         what = s.get("model") or ("architecture" if "architecture" in s else "-")
         rows.append([i, what, s.get("task"), e["gpu"]["id"], s.get("batch_size"),
-                     f"{pg['peak_allocated_bytes'] / GiB:.2f}",
-                     f"{pg['device_used_bytes'] / GiB:.2f}", "yes" if e["fits"] else "no",
+                     gib_number(pg['peak_allocated_bytes']),
+                     gib_number(pg['device_used_bytes']), "yes" if e["fits"] else "no",
                      _max_batch(e["max_batch_size"])])
     out = table(rows, ["#", "model", "task", "gpu", "batch", "allocated GiB",
                        "device used GiB", "fits", "max batch"], "rlllrrrlr")
@@ -152,15 +152,11 @@ def _max_batch(mb, long: bool = False):
 
 
 def _limit_lines(lim: dict | None) -> list[str]:
-    """The one memory limit beside the verdict: usable memory less the safety margin."""
-    if not lim:
-        return []
-    m = lim["safety_margin"]
-    how = (f"{m:.0%} of usable" if isinstance(m, float)
-           else f"{lim['safety_margin_bytes'] / GiB:.2f} GiB")
-    dflt = " (default; set with --safety-margin)" if lim.get("safety_margin_default") else ""
-    return [f"memory limit: {lim['limit_bytes'] / GiB:.2f} GiB = usable "
-            f"{lim['usable_bytes'] / GiB:.2f} GiB - safety margin {how}{dflt}"]
+    """The one memory limit beside the verdict: usable memory less the safety margin (the
+    report's words, report.words.limit_words)."""
+    from ..report.words import limit_words
+    said = limit_words(lim)
+    return [said] if said else []
 
 
 def _serving_lines(sv: dict | None) -> list[str]:
@@ -187,27 +183,32 @@ def _plan_line(e: dict) -> str:
     gpus = (sc.get("parallel") or {}).get("gpus") or 1
     on = f"{gpus} x {g['name']}" if gpus > 1 else g["name"]
     what = " · ".join(str(x) for x in (model, sc.get("task")) if x)
-    return f"{what} on {on} ({g['memory_bytes'] / GiB:.2f} GiB{' each' if gpus > 1 else ''})"
+    return f"{what} on {on} ({format_gib(g['memory_bytes'])}{' each' if gpus > 1 else ''})"
 
 
 def render_table(e: dict) -> str:
+    """One estimate as text: what was estimated, the verdict (naming the deciding rank, as the
+    report does), the figures, the limit and margin, ranks, bandwidth, notes. Sizes, rates,
+    times and counts in the report's formats (report.text: GiB, GB/s, ms / s, 1,234)."""
+    from ..report.ranks import decided_by
+    from ..report.text import count, gbs, seconds, size
     from ..report.words import verdict
-    from ..units import format_size
     from ..vocab import component_label, phase_label
     pg = e["per_gpu"]
     phase = phase_label(e["peak_phase"]) if e.get("peak_phase") else "?"
     said = verdict(e, e["gpu"].get("usable_memory_bytes"))["sentence"]   # the report's words
-    lines = [_plan_line(e), said, f"peak phase: {phase}", "",
+    by = decided_by(e)
+    lines = [_plan_line(e), f"{said} ({by})" if by else said, f"peak phase: {phase}", "",
              "components at the peak (per GPU):"]
     for k, v in pg["components"].items():
         if v:
-            lines.append(f"  {component_label(k):24} {v / GiB:9.2f} GiB")
+            lines.append(f"  {component_label(k):24} {size(v):>12}")
     lines += ["",
-              f"  {'peak allocated':24} {pg['peak_allocated_bytes'] / GiB:9.2f} GiB",
-              f"  {'peak reserved':24} {pg['peak_reserved_bytes'] / GiB:9.2f} GiB",
-              f"  {'device used':24} {pg['device_used_bytes'] / GiB:9.2f} GiB", "",
+              f"  {'peak allocated':24} {size(pg['peak_allocated_bytes']):>12}",
+              f"  {'peak reserved':24} {size(pg['peak_reserved_bytes']):>12}",
+              f"  {'device used':24} {size(pg['device_used_bytes']):>12}", "",
               f"fits: {'yes' if e['fits'] else 'no'}   headroom: "
-              f"{e['headroom_bytes'] / GiB:.2f} GiB   max batch size: "
+              f"{size(e['headroom_bytes'])}   max batch size: "
               f"{_max_batch(e['max_batch_size'], long=True)}"]
     lines += _limit_lines(e.get("memory_limit"))
     lines += _serving_lines(e.get("serving"))
@@ -215,26 +216,27 @@ def render_table(e: dict) -> str:
     bw = e.get("bandwidth", {})
     if bw:
         lines.append("")
-        lines.append(f"bandwidth: datasheet {bw.get('datasheet_bandwidth_gbs')} GB/s, "
-                     f"achievable {bw.get('achievable_bandwidth_gbs')} GB/s")
+        lines.append(f"bandwidth: datasheet {gbs(bw.get('datasheet_bandwidth_gbs'))}, "
+                     f"achievable {gbs(bw.get('achievable_bandwidth_gbs'))}")
         if "bytes_per_step" in bw:
-            lines.append(f"  bytes per step {format_size(bw['bytes_per_step'])}")   # GiB
+            lines.append(f"  bytes per step {size(bw['bytes_per_step'])}")
         if "memory_floor_s" in bw and "compute_floor_s" in bw:
-            lines.append(f"  time per step >= {bw['min_step_time_s'] * 1e3:.1f} ms "
-                         f"({bw.get('bound', '?')}-bound: memory {bw['memory_floor_s'] * 1e3:.1f} "
-                         f"ms, compute {bw['compute_floor_s'] * 1e3:.1f} ms)")
+            lines.append(f"  time per step >= {seconds(bw['min_step_time_s'])} "
+                         f"({bw.get('bound', '?')}-bound: memory "
+                         f"{seconds(bw['memory_floor_s'])}, compute "
+                         f"{seconds(bw['compute_floor_s'])})")
         elif "min_step_time_s" in bw:
-            lines.append(f"  time per step >= {bw['min_step_time_s'] * 1e3:.1f} ms "
+            lines.append(f"  time per step >= {seconds(bw['min_step_time_s'])} "
                          "(memory traffic at the achievable bandwidth)")
         if "max_tokens_per_s" in bw:
-            lines.append(f"  <= {bw['max_tokens_per_s']:.0f} tokens/s "
+            lines.append(f"  <= {count(bw['max_tokens_per_s'])} tokens/s "
                          f"({bw.get('bound', 'memory')}-bound)")
     if e.get("calibration_summary"):
         lines += ["", f"calibration: {e['calibration_summary']}"]
     if e.get("recommendations"):
         lines += ["", "recommendations (best bytes saved per cost first; `vramplan advise` for "
                       "plans):"]
-        lines += [f"  {r['id']:24} saves {r['saves_bytes'] / GiB:8.2f} GiB  cost score "
+        lines += [f"  {r['id']:24} saves {size(r['saves_bytes']):>12}  cost score "
                   f"{r['cost']['score']:.2f}  {r['title']}" for r in e["recommendations"]]
     if e.get("notes"):
         lines.append("")

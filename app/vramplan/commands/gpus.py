@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..hardware import Device, default_db
-from ..units import GiB, MiB, UnitError, format_size, parse_bytes, parse_rate
+from ..i18n import format_number
+from ..units import GiB, MiB, UnitError, format_gbs, format_size, gib_number, parse_bytes, parse_rate
 from ._output import add_format_arg, dump_json, emit, table, to_csv
 
 HEADERS = ["id", "name", "memory_gib", "usable_gib", "memory_type", "bandwidth_gbs"]
@@ -44,9 +45,14 @@ def register(subparsers) -> None:
     g.set_defaults(func=run_one)
 
 
-def _row(d: Device, dtypes=()) -> list:
-    return [d.id, d.name, round(d.memory_bytes / GiB, 1), round(d.usable_bytes / GiB, 1),
-            d.memory_type, d.bandwidth_gbs] + [d.throughput.get(k) for k in dtypes] + [d.tdp_w]
+def _row(d: Device, dtypes=(), text: bool = False) -> list:
+    """One device's row: numbers for CSV; `text`: memory and bandwidth as every other table
+    and the report print them (units.gib_number: '79.65', format_number: '3,350.0')."""
+    mem, usable, bw = d.memory_bytes, d.usable_bytes, d.bandwidth_gbs
+    cells = [gib_number(mem), gib_number(usable), format_number(bw, 1)] if text else \
+        [round(mem / GiB, 2), round(usable / GiB, 2), bw]
+    return [d.id, d.name, cells[0], cells[1], d.memory_type, cells[2]] + \
+        [d.throughput.get(k) for k in dtypes] + [d.tdp_w]
 
 
 def run_list(args) -> int:
@@ -59,13 +65,13 @@ def run_list(args) -> int:
     devices = db.filter(vendor=args.vendor, min_memory=min_mem, min_bandwidth=min_bw)
     dtypes = dtypes_of(devices)
     headers = HEADERS + [dtype_header(k) for k in dtypes] + ["tdp_w"]
-    rows = [_row(d, dtypes) for d in devices]
     if args.format == "json":
         emit(dump_json([d.to_dict() for d in devices]))
     elif args.format == "csv":
-        emit(to_csv(rows, headers))
+        emit(to_csv([_row(d, dtypes) for d in devices], headers))
     else:
-        emit(table(rows, headers, align="llrrlr" + "r" * (len(dtypes) + 1)))
+        emit(table([_row(d, dtypes, text=True) for d in devices], headers,
+                   align="llrrlr" + "r" * (len(dtypes) + 1)))
         emit(f"{len(devices)} of {len(db)} devices")
     return 0
 
@@ -122,7 +128,7 @@ def describe(d: Device) -> str:
     kv("GPU share of RAM", d.usable_memory_note)
     bus = f"{d.bus_width_bits}-bit" if d.bus_width_bits else "bus ?"
     rate = f"{d.data_rate_gbps} Gbps/pin" if d.data_rate_gbps else "rate ?"
-    kv("bandwidth", f"{d.bandwidth_gbs:g} GB/s ({bus} x {rate})")
+    kv("bandwidth", f"{format_gbs(d.bandwidth_gbs)} ({bus} x {rate})")
     kv("bandwidth note", d.bandwidth_note)
     kv("achievable fraction", f"{d.achievable_bandwidth_fraction:g}"
        + (f"  [{d.achievable_bandwidth_note}]" if d.achievable_bandwidth_note else ""))
@@ -140,7 +146,7 @@ def describe(d: Device) -> str:
     ic = d.interconnect
     if ic.get("scaleup"):
         bw = ic.get("scaleup_gbs_per_direction")
-        kv("scale-up", ic["scaleup"] + (f", {bw:g} GB/s per direction" if bw else ""))
+        kv("scale-up", ic["scaleup"] + (f", {format_gbs(bw)} per direction" if bw else ""))
     if ic.get("host_link"):
         kv("host link", ic["host_link"])
     if ic.get("pcie_gen"):

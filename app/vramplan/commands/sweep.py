@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 
 from ..errors import VramplanError
-from ..units import GiB
+from ..units import gib_number
 from ._output import add_format_arg, add_margin_arg, dump_json, emit, table, to_csv
 from ._plan import add_scenario_flags, plan_of
 
@@ -56,10 +56,10 @@ def register(subparsers) -> None:
 def run(a) -> int:
     from ..sweep import gpus_needed, parse_values, parse_vary, sweep
     sc = plan_of(a, "sweep")
+    if a.headroom is not None:    # the scenario key safety_margin: one limit, every mode
+        sc = sc.replace(safety_margin=a.headroom)
     axes = parse_vary(a.vary)
     if a.gpus_needed:
-        if a.headroom is not None:          # the scenario key safety_margin, one limit
-            sc = sc.replace(safety_margin=a.headroom)
         others = [k for k in axes if k != "gpu"]
         if others:
             raise VramplanError(f"--gpus-needed takes only --vary gpu=...; got "
@@ -89,7 +89,8 @@ def run(a) -> int:
     rows = list(r.rows())
     full = len(rows) <= FULL_TABLE and not a.output
     emit((_table(r, rows, a.max_batch) if full else _summary(r, a.max_batch)) +
-         f"\n\n{r.size} points in {r.seconds * 1e3:.1f} ms ({r.footprint_calls} footprints)" +
+         f"\n\n{_limit_said(sc)}\n{r.size} points in {r.seconds * 1e3:.1f} ms "
+         f"({r.footprint_calls} footprint{'' if r.footprint_calls == 1 else 's'})" +
          ("" if full else f"; every point: {a.output}" if a.output else
           "; every point: -o FILE (CSV) or --format csv"))
     return 0
@@ -129,18 +130,29 @@ def _table(r, rows: list, max_batch: bool) -> str:
                        + (["-"] if max_batch else []))
             continue
         out.append([_cell(x.get(k)) for k in keys] +
-                   [x["gpu"], f"{x['device_used_bytes'] / GiB:.2f}", "yes" if x["fits"] else
-                    "no", f"{x['headroom_bytes'] / GiB:.2f}"] +
+                   [x["gpu"], gib_number(x['device_used_bytes']), "yes" if x["fits"] else
+                    "no", gib_number(x['headroom_bytes'])] +
                    ([_cell(x["max_batch_size"])] if max_batch else []))
     return table(out, head, "l" * (len(keys) + 1) + "rlr" + ("r" if max_batch else ""))
 
 
+def _limit_said(sc) -> str:
+    """What 'fits' and the headroom are held to: each GPU's usable memory less the scenario's
+    safety margin (the estimate's one limit; the margin as report.words says it)."""
+    from ..report.words import percent
+    from ..report.text import size
+    m = sc.safety_margin
+    said = percent(m) + " of usable" if isinstance(m, float) else size(m) if m else "0"
+    return (f"memory limit: usable memory - safety margin {said}"
+            + (" (default; set with --safety-margin or --headroom)" if m is None else ""))
+
+
 def _summary(r, max_batch: bool) -> str:
-    """One row per GPU: usable GiB, points that fit of those evaluated, the largest value of
+    """One row per GPU: the memory limit in GiB (usable less the safety margin), points that fit of those evaluated, the largest value of
     each varied key among the points that fit, device used and max batch at the grid's first
     point."""
     keys = list(r.axes)
-    head = ["gpu", "usable GiB", "points that fit"] + [f"largest {k} that fits" for k in keys] \
+    head = ["gpu", "limit GiB", "points that fit"] + [f"largest {k} that fits" for k in keys] \
         + ["used GiB at first point"] + (["max batch at first point"] if max_batch else [])
     out = []
     for c, g in enumerate(r.gpus):
@@ -154,8 +166,8 @@ def _summary(r, max_batch: bool) -> str:
             except TypeError:          # values without an order (a resolution, a choice)
                 largest.append(_cell(vals[-1]))
         first = (0, c) not in r.errors
-        out.append([g, f"{r.usable[c] / GiB:.2f}", f"{len(fit)} of {len(r.points)}"] + largest +
-                   [f"{r.used[0, c] / GiB:.2f}" if first else "error"] +
+        out.append([g, gib_number(int(r.usable[c])), f"{len(fit)} of {len(r.points)}"] + largest +
+                   [gib_number(int(r.used[0, c])) if first else "error"] +
                    ([_cell(int(r.max_batch[0, c])) if first else "-"] if max_batch else []))
     return table(out, head, "lrr" + "r" * len(keys) + "r" + ("r" if max_batch else ""))
 
@@ -173,6 +185,5 @@ def _needed(rows, fmt: str) -> str:
     if fmt == "csv":
         return to_csv([[r.get(c) for c in cols] for r in rows], cols).rstrip("\n")
     return table([[r["gpu"], r["gpus"] or "> 512", r["layout"] or "-",
-                   "-" if r.get("device_used_bytes") is None else
-                   f"{r['device_used_bytes'] / GiB:.2f}"] for r in rows],
+                   gib_number(r.get("device_used_bytes"))] for r in rows],
                  ["gpu", "GPUs", "layout", "used GiB per GPU"], "lrlr")

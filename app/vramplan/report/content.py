@@ -81,12 +81,12 @@ def figures(est: Mapping[str, Any], device: Mapping[str, Any], lang: str) -> lis
     add("Usable memory of the GPU", size(usable, lang) if usable else None)
     lim = est.get("memory_limit")   # the one limit: usable less the safety margin
     if lim:
-        m = lim["safety_margin"]
-        kept = f"{m:.0%}" if isinstance(m, float) else size(lim["safety_margin_bytes"], lang)
-        add("Memory limit (usable minus safety margin)",
-            f"{size(lim['limit_bytes'], lang)} ({kept})")
-    if est.get("headroom_bytes") is not None:
-        add("Headroom (usable minus peak)", size(est["headroom_bytes"], lang))
+        add("Safety margin (kept free of usable memory)", words.margin_words(lim, lang) + (
+            tr(" (default)", lang) if lim.get("safety_margin_default") else ""))
+        add("Memory limit (usable minus safety margin)", size(lim["limit_bytes"], lang))
+    if est.get("headroom_bytes") is not None:   # to the limit (usable when no margin)
+        add("Headroom (memory limit minus peak)" if lim else "Headroom (usable minus peak)",
+            size(est["headroom_bytes"], lang))
     mb = est.get("max_batch_size")
     if mb is not None:
         add("Largest batch that fits", count(mb, lang))

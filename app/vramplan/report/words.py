@@ -3,8 +3,11 @@ text in one language (`lang`), no markup. Each renderer only lays them out.
 
 - `verdict(est, usable_bytes, lang)`: {fits, title ('Fits on H100'), detail ('48.20 GiB
   headroom' / 'short by 3.10 GiB'), sentence ('Fits on H100: 31.45 GiB of 79.65 GiB usable,
-  48.20 GiB to spare')}: the page's banner takes title and detail, the report and the CLI the
-  sentence;
+  48.20 GiB to spare'; with a safety margin, against the limit: '... of the 75.67 GiB limit
+  (79.65 GiB usable less a 3.98 GiB safety margin), 44.22 GiB to spare')}:
+  the page's banner takes title and detail, the report and the CLI the sentence;
+- `margin_words(lim, lang)` / `limit_words(lim, lang)`: the safety margin and the one memory
+  limit (the estimate's `memory_limit` section) beside the figures;
 - `growth_items(growth, scenario, lang)`: ['sequence length up to 2,984', ...], the advisor's
   `growth` values past the scenario's own;
 - `growth_sentence(...)`: 'Room to grow on this GPU: sequence length up to 2,984.' ('' if none);
@@ -43,8 +46,18 @@ def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
     if why and not fits:         # within the limit, but the serving engine would not start
         return {"fits": fits, "title": title, "detail": why,
                 "sentence": tr("{title}: {why}", lang, title=title, why=why)}
+    lim = est.get("memory_limit") or {}
+    kept = lim.get("safety_margin_bytes") or 0
     if used is None or usable is None:
         sentence = title
+    elif kept and head is not None:  # the one limit (issue 20.6): usable less the margin
+        limit = tr("the {limit} limit ({usable} usable less a {margin} safety margin)", lang,
+                   limit=size(lim.get("limit_bytes", usable - kept), lang),
+                   usable=size(usable, lang), margin=size(kept, lang))
+        sentence = tr("Fits on {gpu}: {used} of {limit}, {free} to spare", lang, gpu=name,
+                      used=size(used, lang), limit=limit, free=size(head, lang)) if fits else \
+            tr("Does not fit on {gpu}: {used} needed, {limit}, {over} over", lang, gpu=name,
+               used=size(used, lang), limit=limit, over=size(-head, lang))
     elif fits:
         sentence = tr("Fits on {gpu}: {used} of {usable} usable, {free} to spare", lang,
                       gpu=name, used=size(used, lang), usable=size(usable, lang),
@@ -54,6 +67,39 @@ def verdict(est: Mapping[str, Any], usable: int | None, lang: str = "en",
                       lang, gpu=name, used=size(used, lang), usable=size(usable, lang),
                       over=size(used - usable, lang))
     return {"fits": fits, "title": title, "detail": detail, "sentence": sentence}
+
+
+def margin_words(lim: Mapping[str, Any] | None, lang: str = "en") -> str:
+    """The safety margin of an estimate's `memory_limit` section, as the CLI, the report and
+    the advisor's text say it: '5% of usable (1.20 GiB)', '4.00 GiB', '0'."""
+    lim = lim or {}
+    kept, m = lim.get("safety_margin_bytes") or 0, lim.get("safety_margin")
+    if not kept:
+        return "0"
+    if isinstance(m, float):
+        return tr("{share} of usable ({size})", lang, size=size(kept, lang),
+                  share=percent(m, lang))
+    return size(kept, lang)
+
+
+def percent(share: float, lang: str = "en") -> str:
+    """A margin's share as people write it: 0.05 -> '5%', 0.045 -> '4.5%'."""
+    pct = share * 100
+    return f"{format_number(pct, 0 if round(pct, 6).is_integer() else 1, lang)}%"
+
+
+def limit_words(lim: Mapping[str, Any] | None, lang: str = "en", flag: str = "--safety-margin"
+                ) -> str:
+    """'memory limit: 22.79 GiB = usable 23.99 GiB - safety margin 1.20 GiB (5% of usable)'
+    (the default margin says so, and the `flag` that sets it); '' without the section."""
+    if not lim:
+        return ""
+    out = tr("memory limit: {limit} = usable {usable} - safety margin {margin}", lang,
+             limit=size(lim.get("limit_bytes"), lang), usable=size(lim.get("usable_bytes"), lang),
+             margin=margin_words(lim, lang))
+    if lim.get("safety_margin_default"):
+        out += tr(" (default; set with {flag})", lang, flag=flag)
+    return out
 
 
 def engine_why(est: Mapping[str, Any], lang: str = "en") -> str:
