@@ -220,3 +220,17 @@ def test_torchtitan_cudnn_attention_recomputed_on_sm100_2025_05_to_12():
     assert fwd("torchtitan@2025-04") - fwd("torchtitan@2025-06") == 2_181_038_080
     assert fwd("torchtitan@2025-12") == fwd("torchtitan@2025-04")
     assert fwd("torchtitan@2025-06", gpu=H100) == fwd("torchtitan@2025-04", gpu=H100)
+
+
+def test_int8_lora_notes_the_outlier_bound():
+    """LoRA on an LLM.int8 base (hf): the saved outlier columns are data-dependent, so the
+    estimate gives their bound, not bytes: every column of every int8 linear's input, p = 2
+    B each. Llama-3.1-8B: q, k, v (3 x 4096), o (4096), gate, up (2 x 4096), down (14336):
+    2 x 38,912 = 77,824 B per token per block. No bytes added; the default stack says nothing."""
+    d = {"model": "meta-llama/Llama-3.1-8B", "task": "lora", "precision": "int8",
+         "batch_size": 1, "seq_len": 4096, "gpu": H100}
+    hf = _est(d, "hf")
+    note = [n for n in hf.notes if n.startswith("LLM.int8 outlier columns")]
+    assert len(note) == 1 and "77,824 B per token per block" in note[0]
+    assert mech.int8_outlier_bound(2, [4096] * 6 + [14336]) == 77_824
+    assert not any("outlier columns" in n for n in _est(d, None).notes)

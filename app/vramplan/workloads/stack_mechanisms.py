@@ -97,8 +97,16 @@ The byte formulas, each read in the framework's source:
   input and 16-bit output, the int8 quantised input (T x in), an fp32 scale per row (4 T) and
   the int32 accumulator (4 T x out) while it is dequantised: T (in + 4 out) + 4 T bytes for
   the widest block linear (h -> f); with fp16 activations (transformers' load_in_8bit default
-  dtype) `A.to(float16)` is A itself. Outlier columns (subA, T x a few columns above the 6.0
-  threshold) depend on the data: not counted. Backward dequantises the weight:
+  dtype) `A.to(float16)` is A itself. Outlier columns (subA = A[:, outlier_cols].contiguous(),
+  T x the columns holding a value >= the 6.0 threshold, in A's dtype; 0.49.2 backends/default/
+  ops.py int8_mixed_scaled_mm) depend on the data, and bitsandbytes' own fake kernel
+  (_ops.py, int8_vectorwise_quant) gives their count a dynamic size: not counted. A LoRA
+  keeps each call's subA for backward (ctx.tensors); the estimate notes the bound, every
+  column of every int8 linear's input (int8_outlier_bound). The forward's other threshold
+  copies (the CUDA kernel's A.abs() and bool mask, T x in at 2 + 1 B; the out-of-place
+  output.addmm, a second T x out output once the int32 accumulator is freed) stay below
+  the counted int32 moment of the widest linear while subA and subB take less than 2 T out
+  bytes. Backward dequantises the weight:
   `state.CB.to(dtype_A, copy=True)`, a 16-bit copy of the widest linear, p in out bytes.
 - `expandable-segments` (torchtitan >= 2024-10, commit a5e57e4a: run_llama_train.sh sets
   PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; pytorch CUDACachingAllocator.cpp Note
@@ -258,6 +266,12 @@ def int8_call_bytes(d_in: int, d_out: int, tokens: int) -> int:
     """An LLM.int8 call's copies beside its input and 16-bit output (bitsandbytes >= 0.45):
     the int8 input, an fp32 scale per row and the int32 accumulator."""
     return tokens * (d_in + 4 * d_out) + 4 * tokens
+
+
+def int8_outlier_bound(p: int, in_widths) -> int:
+    """Bytes per token per block LLM.int8's saved outlier columns (subA, one per int8 linear
+    call) reach at most: every column of every linear's input, p bytes each."""
+    return p * sum(in_widths)
 
 
 T5_FP32_TYPES = ("t5", "mt5", "umt5", "udop", "pop2piano")

@@ -79,12 +79,31 @@ class StackHooks:
         16-bit (Linear4bit's x.to(compute_dtype) is then x itself, shared by q / k / v), or
         when it is LLM.int8 (MatMul8bitLt saves A, the input itself)."""
         if fmt == "int8" and mech.use(self.notes, self.stack, "bnb-int8-keeps-input"):
+            self._int8_outlier_note()
             return {g: True for g in keep}
         if self.sc.task == "qlora" and fmt == "nf4" and \
                 not self.stack.has("bnb-4bit-fp32-compute") and \
                 mech.use(self.notes, self.stack, "bnb-4bit-keeps-input"):
             return {g: True for g in keep}
         return keep
+
+    def _int8_outlier_note(self) -> None:
+        """Say what LLM.int8's outlier columns may add: each int8 linear's call also keeps
+        subA (its input's columns holding a value >= the 6.0 threshold, in the input's dtype)
+        for backward; how many columns depends on the data, so the bound is given, not
+        counted: every column of every int8 linear's input (mech.int8_outlier_bound)."""
+        a = self.arch
+        if a.is_moe:
+            return
+        widths = [a.hidden] * 3 + [a.heads * a.head_dim] + \
+            [a.hidden] * (2 if a.gated_mlp else 1) + [a.ffn]
+        self.notes.append(
+            "LLM.int8 outlier columns (bitsandbytes MatMul8bitLt, threshold 6.0): each int8 "
+            "linear also keeps subA, the columns of its input with a value >= 6.0, for "
+            "backward; their number depends on the data (bitsandbytes' own fake kernel gives it "
+            "a dynamic size), so it is not counted: at most every column, "
+            f"{mech.int8_outlier_bound(self.p, widths):,} B per token per block "
+            "(docs/stacks.md)")
 
     def stack_saved_coeff(self, keep: dict | None = None) -> float:
         """Bytes per token per hidden unit one block saves beyond the layer model (the stack
