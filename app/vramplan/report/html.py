@@ -12,6 +12,7 @@ from ..charts import theme
 from .content import Report
 from .ranks import rank_table
 from .text import tr
+from .words import growth_text
 
 _e = html.escape
 
@@ -82,7 +83,7 @@ def _advice(r: Report, S: dict, L: str) -> list[str]:
         if hows:
             parts += [f"<h3>{_e(tr('How to switch each change on', L))}</h3><ul>{hows}</ul>"]
     if r.growth:
-        parts.append(f"<p>{_e(tr('Room to grow on this GPU: {what}.', L, what=', '.join(r.growth)))}</p>")
+        parts.append(f"<p>{_e(growth_text(r.growth, L))}</p>")
     if not (r.plans or r.recommendations or r.growth):
         parts.append(f"<p class='muted'>{_e(tr('No advice was asked for or found for this plan.', L))}</p>")
     return parts

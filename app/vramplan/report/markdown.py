@@ -7,6 +7,7 @@ import json
 from .content import Report
 from .ranks import rank_table
 from .text import tr
+from .words import growth_text
 
 
 def _cell(text: object) -> str:
@@ -56,7 +57,7 @@ def to_markdown(r: Report) -> str:
                                      for k, v in how))
             out.append("")
     if r.growth:
-        out += [tr("Room to grow on this GPU: {what}.", L, what=", ".join(r.growth)), ""]
+        out += [growth_text(r.growth, L), ""]
     if not (r.plans or r.recommendations or r.growth):
         out += [tr("No advice was asked for or found for this plan.", L), ""]
     if r.assumptions:

@@ -139,8 +139,14 @@ def growth_items(growth: Mapping[str, Any] | None, scenario: Mapping[str, Any] |
 
 def growth_sentence(growth: Mapping[str, Any] | None, scenario: Mapping[str, Any] | None,
                     lang: str = "en") -> str:
-    items = growth_items(growth, scenario, lang)
-    return tr("Room to grow on this GPU: {what}.", lang, what=", ".join(items)) if items else ""
+    return growth_text(growth_items(growth, scenario, lang), lang)
+
+
+def growth_text(items: list[str], lang: str = "en") -> str:
+    """The room-to-grow sentence of `growth_items` (one for the page, the report and the CLI),
+    its items joined as the language lists them ('a, b'; zh 'a、b'); '' for none."""
+    return tr("Room to grow on this GPU: {what}.", lang, what=tr(", ", lang).join(items)) \
+        if items else ""
 
 
 POOL_NOISE = 1 << 20      # a pool that moves by less than 1 MiB: the same pool (block rounding)

@@ -21,7 +21,8 @@ ACRONYMS = {"kv": "KV", "gpu": "GPU", "gpus": "GPUs", "cpu": "CPU", "cfg": "CFG"
             "dp": "DP", "pp": "PP", "nccl": "NCCL", "cuda": "CUDA", "mla": "MLA", "moe": "MoE",
             "flops": "FLOPs", "flop": "FLOP", "tflops": "TFLOPS", "hbm": "HBM", "llm": "LLM",
             "dram": "DRAM", "l2": "L2", "sm": "SM", "sms": "SMs", "fp8": "FP8", "fp16": "FP16",
-            "bf16": "BF16", "fp32": "FP32", "gb": "GB", "gib": "GiB", "id": "id", "ids": "ids"}
+            "bf16": "BF16", "fp32": "FP32", "gb": "GB", "gib": "GiB", "id": "id", "ids": "ids",
+            "mlp": "MLP", "qkv": "QKV"}
 
 
 # ---------------------------------------------------------------- text -> values
