@@ -104,15 +104,15 @@ def _counting(monkeypatch) -> list:
     return calls
 
 
-def test_one_page_edit_runs_the_pass_three_times(monkeypatch):
+def test_one_page_edit_runs_the_pass_once(monkeypatch):
     # the default page: LoRA on Llama-3.1-8B on an H100; the edit: batch_size 2. The passes:
     # 1 the form's (the draft -> form fields, errors and the scenario estimated);
     # 0 the share link's (scenario/query.py to_query writes the given keys; before: 2, the
     #   defaults of model + task + gpu, then the link read back to check it gives the plan);
-    # 2 the max-batch search's ends, batch 1 and the cap 2**20: the two checks that the
-    #   batch is a plain range-checked key (unavoidable: the pass alone knows what it
-    #   derives from the batch); every probe between (batch 2, the secant guess, guess + 1)
-    #   changes the field alone. Before: each probe re-ran the pass (7 in all)
+    # 0 the max-batch search's: batch_size's row is plain (no rule between keys reads it), so
+    #   its ends, 1 and the cap 2**20, are checked by the row's range and the derivations
+    #   (`variants.plain_probe`; before: the pass at both), and every probe between (batch 2,
+    #   the secant guess, guess + 1) changes the field alone. Before any of it: 7 passes
     st = S.PlanState(gpu=H100)
     calls = _counting(monkeypatch)
     probes = []
@@ -121,21 +121,23 @@ def test_one_page_edit_runs_the_pass_three_times(monkeypatch):
                         or figures(sc, dev, spec))
     st.set("batch_size", 2)
     assert not st.errors and st.estimate.max_batch_size == 4
-    assert [c.get("batch_size") for c in calls] == [2, 1, 1 << 20]
-    assert len(probes) >= 4      # the plan itself, then 1, 2, ... all but 1 by the field
+    assert [c.get("batch_size") for c in calls] == [2]
+    assert len(probes) >= 4      # the plan itself, then 1, 2, ... all by the field
 
 
-def test_a_generate_estimate_passes_six_times(monkeypatch):
-    # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search passes at its ends
-    # (1, 2**20); the longest context search at 1, at its cap 2**24 (refused: beyond the
-    # 131072 positions, so it verifies nothing), at 2 (now 1..2 is verified) and at the
-    # secant guess 64034 (fits: 1..64034 verified); every later probe lies inside and
-    # changes seq_len alone. Before: 13 passes (one per probe). A search that ends at the
-    # positions limit still passes at each probe above the range verified so far: only the
-    # pass knows where it refuses (Llama at batch 1: 24 passes, 25 before)
+def test_a_generate_estimate_passes_four_times(monkeypatch):
+    # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search runs no pass (batch
+    # is plain: its ends 1 and 2**20 are checked by its row; before: the pass at both); the
+    # longest context search at 1, at its cap 2**24 (refused: beyond the 131072 positions,
+    # so it verifies nothing), at 2 (now 1..2 is verified) and at the secant guess 64034
+    # (fits: 1..64034 verified); every later probe lies inside and changes seq_len alone.
+    # seq_len is not plain: the pass refuses it past the positions (seq_len + new_tokens,
+    # image tokens) and derives an encoder-decoder's target_len from it, so a search that
+    # ends at the positions limit still passes at each probe above the range verified so
+    # far (Llama at batch 1: 23 passes, 25 before). Before: 13 passes (one per probe), then 6
     sc = resolve({"model": LLAMA, "task": "generate", "batch_size": 8}, H100)
     calls = _counting(monkeypatch)
     est = E.estimate(sc, get_gpu(H100))
     assert [(c.get("batch_size"), c.get("seq_len")) for c in calls] == [
-        (1, None), (1 << 20, None), (8, 1), (8, 1 << 24), (8, 2), (8, 64034)]
+        (8, 1), (8, 1 << 24), (8, 2), (8, 64034)]
     assert est.max_context == 31077 and est.max_batch_size == 485

@@ -75,7 +75,7 @@ CONTRACT = (
        "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
                                                      ("render", "array", "load")),
        default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size",
-       derive=_follows("max_num_seqs")),
+       derive=_follows("max_num_seqs"), plain=True),
     _k("seq_len", "int", "Sequence length", "tokens per sequence; for generate the prompt",
        unit="tokens", lo=1, hi=LIMIT, families=_TR, where="transformer models",
        shown_tasks=TRAINING_TASKS + ("forward", "generate", "serve"),

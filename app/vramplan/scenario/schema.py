@@ -68,6 +68,10 @@ class Key:
     # known; `shows_if(ctx)`: shown only then; `default_of(ctx)`: its value when left empty
     seeds: bool = False
     kept: bool = False
+    # `plain`: no rule between keys reads it, only its row (type, range) and the rows'
+    # `derive`: `scenario.variants` makes its other values by changing the field, checked by
+    # the row's read and the derivations instead of the whole pass (tests/test_scenario_plain.py)
+    plain: bool = False
     before_task: bool = False
     shows_if: Callable[[Any], bool] | None = None
     default_of: Callable[[Any], Any] | None = None

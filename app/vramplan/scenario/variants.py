@@ -9,12 +9,21 @@ other value (outside the verified ends, or all of them when the ends differ: a s
 whose serving.max_num_seqs / max_model_len follow the key, a seq_len beyond the model's
 positions) goes through the pass and is refused or derived by it. Used by `vramplan.estimate`
 and `vramplan.sweep` (one copy: the sweep imports it from here).
+
+A key whose row is `plain` (batch_size: no rule between keys reads it, only its row's range
+and the rows' derivations) is checked without the pass (`plain_probe`): a value its row reads
+unchanged, and at which no derivation that applies to the plan moves (serve's max_num_seqs
+follows the batch: not there), is changing the field alone. So the max-batch search's end
+checks run no pass (issue 19.1: one page edit, one pass).
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from ..errors import ScenarioError
+from . import keys as K
+from .rules import max_positions
 
 
 class Variants:
@@ -30,6 +39,9 @@ class Variants:
     def __init__(self, sc, key: str = "batch_size", values=(), make=None, *,
                  grow: bool = False, lazy: bool = False):
         self.sc, self.key, self.grow = sc, key, grow
+        # the pass's own values: a plain key is checked by its row (no pass); another `make`
+        # (the sweep's, on other changes) by the pass
+        self.probe = plain_probe(sc, key) if make is None else None
         self.make = make or (lambda v: sc.replace(**{key: v}))
         self.cache: dict = {}
         self.fast = False
@@ -56,9 +68,14 @@ class Variants:
         return None if isinstance(got, Exception) else got
 
     def _verified(self, v: int) -> bool:
-        """`make(v)` accepted and equal to changing the field alone."""
-        got = self._slow(v)
-        ok = got is not None and got == with_field(self.sc, self.key, v)
+        """`make(v)` accepted and equal to changing the field alone (for a plain key, its
+        row and the derivations say so: no pass)."""
+        if self.probe is not None and self.probe(v):
+            self.cache.setdefault(v, with_field(self.sc, self.key, v))
+            ok = True
+        else:
+            got = self._slow(v)
+            ok = got is not None and got == with_field(self.sc, self.key, v)
         if ok and self.grow:
             self._widen(v)
         return ok
@@ -99,6 +116,43 @@ class BatchVariants(Variants):
 
     def __init__(self, sc, values=(), make=None, *, grow: bool = False):
         super().__init__(sc, "batch_size", values, make, grow=grow)
+
+
+def _given(d: dict, name: str):
+    top, _, sub = name.partition(".")
+    v = d.get(top)
+    return v if not sub else v.get(sub) if isinstance(v, dict) else None
+
+
+def plain_probe(sc, key: str) -> Callable[[int], bool] | None:
+    """For a key whose row is `plain`: v -> whether the pass at `v` (`sc.replace(key=v)`)
+    is `sc` with the field alone changed, told without the pass: the row reads `v` as `v`
+    (type and range), and every derivation that applies to the plan's task and family and
+    is not given (`keys.derive`) gives at `v` what it gives at the plan's value. None for
+    other keys (the pass decides)."""
+    row = K.BY_NAME.get(key)
+    if row is None or not row.plain or not isinstance(getattr(sc, key, None), int):
+        return None
+    given, task, family = sc.given_dict(), sc.task, sc.family
+    rows = [k for k in K.DERIVED if k.name != key and k.applies(task, family)
+            and (k.parent is None or K.BY_NAME[k.parent].applies(task, family))
+            and _given(given, k.name) is None]
+    ctx = {"task": task, "_positions": max_positions(sc.spec),
+           **{k.name: _given(given, k.name) for k in K.DERIVED
+              if _given(given, k.name) is not None}}
+
+    def derived(v) -> tuple:
+        out = K.derive({**ctx, key: v})
+        return tuple(out.get(k.name) for k in rows)
+    at_plan = derived(getattr(sc, key))
+
+    def probe(v) -> bool:
+        try:
+            read = row.read(v)
+        except ScenarioError:
+            return False
+        return read == v and type(read) is type(v) and derived(v) == at_plan
+    return probe
 
 
 def with_field(sc, key: str, v):
