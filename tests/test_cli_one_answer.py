@@ -164,3 +164,14 @@ def test_gpus_table_writes_memory_and_bandwidth_alike(capsys):
     assert "bandwidth              3,350.0 GB/s" in one
     csv = _run(capsys, "gpus", "--format", "csv", "--vendor", "nvidia")
     assert ",80.0,79.65,HBM3,3350.0," in csv      # CSV keeps plain numbers
+
+
+def test_cluster_text_says_limit_and_margin(capsys):
+    """H100 SXM5: usable 85,520,809,984 B = 79.65 GiB; 5% kept = 4,276,040,499 B = 3.98 GiB;
+    limit 81,244,769,485 B = 75.67 GiB (was 'limit 75.7 GiB per GPU', the margin unsaid)."""
+    out = _run(capsys, "cluster", "--model", "meta-llama/Llama-3.1-8B", "--seq-len", "4096",
+               "--global-batch", "32", "--gpu", "nvidia-h100-sxm5-80gb", "--max-gpus", "8",
+               "--safety-margin", "5%")
+    assert ("memory limit 75.67 GiB per GPU (usable 79.65 GiB - safety margin 3.98 GiB)"
+            in out.splitlines()[0])
+    assert "used GiB" in out.splitlines()[2]

@@ -12,7 +12,7 @@ token budget, the memory of the rank that decides the fit. JSON: {"job", "front"
 from __future__ import annotations
 
 from ..errors import VramplanError
-from ..units import GiB
+from ..units import format_gbs, format_gib, gib_number
 from ._output import add_format_arg, add_margin_arg, add_max_gpus_arg, dump_json, emit, table
 
 
@@ -97,18 +97,20 @@ def result(solver, front) -> dict:
 def render(solver, front) -> str:
     j = solver.job
     head = (f"{j.model}: {j.global_batch} x {j.seq_len} tokens per step on "
-            f"{solver.dev.name}; limit {solver.limit / GiB:.1f} GiB per GPU; compute at "
+            f"{solver.dev.name}; memory limit {format_gib(solver.limit)} per GPU (usable "
+            f"{format_gib(solver.dev.usable_bytes)} - safety margin "
+            f"{format_gib(solver.dev.usable_bytes - solver.limit)}); compute at "
             f"{solver.eff:.0%} of dense peak (costs.toml [step]); scale-up domain "
-            f"{solver.net.domain} GPUs, {solver.net.scaleout_gbs:g} GB/s per GPU between "
+            f"{solver.net.domain} GPUs, {format_gbs(solver.net.scaleout_gbs)} per GPU between "
             f"domains")
     if not front:
         return head + f"\nno layout on up to {j.max_gpus} GPUs fits every rank"
     best = min(front, key=lambda o: o.gpu_hours)
     rows = [[o.gpus, _layout(o.layout), f"{o.step_s:.2f}", f"{o.compute_s:.2f}",
              f"{o.bubble_s:.2f}", f"{o.comm_s:.2f}", f"{o.gpu_hours:,.0f}" +
-             (" *" if o is best else ""), f"{o.device_used_bytes / GiB:.1f}", o.rank or ""]
+             (" *" if o is best else ""), gib_number(o.device_used_bytes), o.rank or ""]
             for o in front]
-    hdr = ["GPUs", "layout", "step s", "compute", "bubble", "comm", "GPU-h", "GiB", "rank"]
+    hdr = ["GPUs", "layout", "step s", "compute", "bubble", "comm", "GPU-h", "used GiB", "rank"]
     foot = (f"GPU-hours for {j.token_budget:.3g} tokens; * fewest GPU-hours. comm: "
             "communication not hidden behind compute (data-parallel collectives overlap, "
             "tensor / context / pipeline / expert ones do not).")
