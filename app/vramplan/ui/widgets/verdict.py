@@ -22,6 +22,17 @@ from ..state.text import count, format_params, gib, message_html
 _e = html.escape
 
 
+def layout_words(par: Mapping[str, Any]) -> str:
+    """'dp 1, tp 8, pp 2, cp 2, ZeRO 1': dp x tp x pp x cp is the GPU count (contract_keys
+    parallel.gpus), so context parallel is said when used (a 32-GPU plan read 'dp 1, tp 8,
+    pp 2' without its cp 2); expert parallel too (it splits dp x cp, parallel_keys.py)."""
+    dims = [("dp", par.get("data")), ("tp", par.get("tensor")), ("pp", par.get("pipeline"))]
+    dims += [(name, par.get(key)) for name, key in (("cp", "context"), ("ep", "expert"))
+             if (par.get(key) or 1) > 1]
+    parts = [f"{name} {n}" for name, n in dims] + [f"ZeRO {par.get('zero')}"]
+    return _(", ").join(parts)
+
+
 def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
     """'meta-llama/Llama-3.1-8B · lora · batch 1 × 2,048 tokens · bf16' from the scenario
     (`batched`: the form has a batch for it)."""
@@ -54,9 +65,8 @@ def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
         parts.append(_("{kind} checkpointing").format(kind=_(sc["checkpointing"])))
     par = sc.get("parallel") or {}
     if par.get("gpus", 1) > 1:
-        parts.append(_("{gpus} GPUs (dp {dp}, tp {tp}, pp {pp}, ZeRO {zero})").format(
-            gpus=par["gpus"], dp=par.get("data"), tp=par.get("tensor"),
-            pp=par.get("pipeline"), zero=par.get("zero")))
+        parts.append(_("{gpus} GPUs ({layout})").format(gpus=par["gpus"],
+                                                        layout=layout_words(par)))
     if sc.get("offload"):
         parts.append(_("offload {what}").format(what=", ".join(sc["offload"])))
     return " · ".join(_e(str(p)) for p in parts if p)
