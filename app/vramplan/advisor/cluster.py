@@ -21,8 +21,10 @@ the estimate holds each rank's expert states, dispatch buffers and in-flight chu
 Search: the layouts are priced arithmetically (no estimate), those whose sharded model
 states alone exceed the limit are dropped, then GPU counts are walked from the fewest up;
 within a count, layouts in order of step time (priced lazily, `_by_step`) are estimated
-until one fits, and only a
-layout faster than every smaller count's is worth estimating. The answer is the Pareto
+until one fits, and only a layout faster than every smaller count's is worth estimating.
+Before a layout is estimated, its stage shape's floor (micro-batch 1, full recomputation:
+the least memory of the shape, `Bounds`) is; a floor more than 3% over the limit rules out
+the whole shape, at this data degree and every other, unpriced. The answer is the Pareto
 front over GPUs and step time (it holds the fewest-GPU-hours layout).
 
 Every layout gets the job's `options` (default the chunked cross-entropy: torchtitan's
@@ -38,14 +40,16 @@ from dataclasses import replace
 from ..errors import ScenarioError, VramplanError
 from ..estimate import estimate
 from ..parallel import bubble_share
+from ..scenario.variants import with_field
 from . import comm
 from . import costs as C
-from .cluster_parts import Job, Layout, Option, _Lite, where
+from .cluster_parts import Bounds, Job, Layout, Option, _Lite, where
 
 __all__ = ["Job", "Layout", "Option", "Solver", "solve", "where", "MICRO", "TP", "CP"]
 
 CKPT_EXTRA = {"none": 0.0, "full": 1 / 3}       # extra compute of a step (costs.toml)
 MICRO = (1, 2, 4, 8, 16)
+CKPTS = ("none", "selective", "full")     # most memory first
 TP = (1, 2, 4, 8, 16, 32, 64, 72)
 CP = (1, 2, 4, 8, 16, 32)
 MAX_PP = 32
@@ -91,9 +95,13 @@ class Solver:
         self.rate = peak * 1e12 * self.eff
         self.estimates = 0
         self._flops: dict = {}
-        self._comm: dict = {}      # transfers by layout (checkpointing: full or not)
-        self._seen: dict = {}      # (t, p, c, e, zero, micro, ckpt, in flight) -> used - states
+        self._comm: dict = {}      # (transfers, seconds) by what they read (`_transfers`)
+        self.bounds = Bounds()     # device used less model states, by stage shape
+        self._done: dict = {}      # (estimate, why refused) by layout
+        self._templates: dict = {}  # a floor's scenario by its layout less the micro-batch
+        self._same: dict = {}      # checkpointing -> the template path gave the pass's scenario
         self._states: dict = {}    # states_bound by (d, t, p, c, e, zero)
+        self._busies: dict = {}    # busy by (gpus, checkpointing, pp, micro-batches, chunks)
 
     # ---- the layout as a scenario -------------------------------------------------------
     def scenario(self, lay: Layout):
@@ -113,6 +121,31 @@ class Solver:
         if opts:
             d["options"] = sorted(opts)
         return Scenario.from_dict(d)
+
+    def _scenario(self, lay: Layout):
+        """`scenario(lay)` from its floor's scenario (one pass per data x tensor x pipeline x
+        context x expert x ZeRO x chunks) with the micro-batch, the accumulation and the
+        checkpointing changed alone (scenario.variants.with_field: none is derived from for
+        training). Checked against the pass once per checkpointing mode; the pass wherever
+        that differs or the floor is refused (tests/test_solver_bounds.py)."""
+        tk = (lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
+              lay.virtual)
+        if tk not in self._templates:
+            try:
+                self._templates[tk] = self.scenario(Bounds.floor(lay))
+            except ScenarioError:
+                self._templates[tk] = None
+        sc = self._templates[tk]
+        if sc is None or self._same.get(lay.checkpointing) is False:
+            return self.scenario(lay)
+        for k, v in (("batch_size", lay.micro), ("gradient_accumulation", lay.accumulation),
+                     ("checkpointing", lay.checkpointing)):
+            sc = with_field(sc, k, v)
+        if lay.checkpointing not in self._same:
+            slow = self.scenario(lay)
+            self._same[lay.checkpointing] = slow == sc
+            return slow
+        return sc
 
     # ---- price --------------------------------------------------------------------------
     def flops(self, ckpt: str) -> float:
@@ -138,20 +171,30 @@ class Solver:
 
     def price(self, lay: Layout, busy: tuple[float, float] | None = None) -> Option:
         compute, bubble = busy or self.busy(lay)
-        key = (lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
-               lay.micro, lay.checkpointing == "full", lay.virtual)
-        got = self._comm.get(key)
-        if got is None:
-            ts = comm.transfers(_Lite(self.job, lay, self.lora), self.spec, self.dev, None,
-                                self.net,
-                                expert=lay.expert, model=self.model)
-            got = self._comm[key] = (ts, comm.exposed_time(ts, 0.0),
-                                     comm.exposed_time([x for x in ts if x.dim == "data"], 0))
-        ts, every, data = got
-        exposed = every - data + max(0.0, data - compute)       # comm.exposed_time
+        data_ts, data = self._transfers(lay, True)
+        other_ts, other = self._transfers(lay, False)
+        exposed = other + max(0.0, data - compute)       # comm.exposed_time
         step = compute + bubble + exposed
         hours = lay.gpus * step * self.job.token_budget / self.job.tokens_per_step / 3600
-        return Option(lay, compute, bubble, exposed, ts, step, hours)
+        return Option(lay, compute, bubble, exposed, data_ts + other_ts, step, hours)
+
+    def _transfers(self, lay: Layout, data: bool) -> tuple[list, float]:
+        """(transfers, their seconds): the ZeRO / DDP ones (`data`) cached by what they read
+        (data, tensor, pipeline, context, ZeRO stage, accumulation), the others by the layout
+        less its ZeRO stage (comm.data_transfers / layout_transfers)."""
+        if data:
+            key = (True, lay.data, lay.tensor, lay.pipeline, lay.context, lay.zero,
+                   lay.accumulation)
+        else:
+            key = (False, lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert,
+                   lay.micro, lay.accumulation, lay.checkpointing == "full", lay.virtual)
+        got = self._comm.get(key)
+        if got is None:
+            sc = _Lite(self.job, lay, self.lora)
+            ts = (comm.data_transfers(sc, self.dev, self.net, self.model) if data else
+                  comm.layout_transfers(sc, self.spec, self.dev, self.net, expert=lay.expert))
+            got = self._comm[key] = (ts, sum(x.time_s for x in ts))
+        return got
 
     # ---- memory ---------------------------------------------------------------------------
     def states_bound(self, lay: Layout) -> float:
@@ -185,44 +228,55 @@ class Solver:
         routed = a.moe_layers * a.num_experts * a._mlp(a.moe_ffn, bias=False)
         return routed / a.param_count()
 
-    def _key(self, lay: Layout) -> tuple:
-        return (lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero, lay.micro,
-                lay.checkpointing, min(lay.pipeline, lay.accumulation), lay.virtual)
-
     def predicted_over(self, lay: Layout) -> bool:
-        """Layouts that differ only in the data degree hold the same activations and buffers
-        per rank, and a larger micro-batch or less recomputation holds more: the device used
-        less model states of such a layout already estimated, plus this layout's states,
-        predicts it from below; more than 3% over the limit is not estimated. Interleaving
-        holds at least 1F1B's in-flight blocks on every stage (parallel.interleaved_inflight:
-        p - r + ... >= min(p - r, m) where m % p == 0), so v 1's figure bounds v's too."""
-        (t, p, c, e, z, m, ck, inflight, v) = self._key(lay)
-        order = ("none", "selective", "full")
-        rests = [self._seen.get((t, p, c, e, z, m2, ck2, inflight, v2)) for m2 in MICRO
-                 if m2 <= m for ck2 in order[order.index(ck):]   # less memory than this layout
-                 for v2 in {1, v}]
-        rest = max((r for r in rests if r is not None), default=None)
+        """A layout of the same stage shape with at most this micro-batch and at least this
+        recomputation already estimated (`Bounds`), plus this layout's model states, is more
+        than 3% over the limit: not estimated."""
+        rest = self.bounds.lower(lay)
         return rest is not None and rest + self.states_bound(lay) > 1.03 * self.limit
+
+    def group_over(self, lay: Layout) -> bool:
+        """`predicted_over` of the layout's floor (micro-batch 1, full recomputation): no
+        layout of the stage shape is worth pricing or estimating."""
+        rest = self.bounds.floor_rest(lay)      # (the floor's model states are lay's)
+        return rest is not None and rest + self.states_bound(lay) > 1.03 * self.limit
+
+    def floor_over(self, lay: Layout) -> bool:
+        """`group_over`, estimating the floor first where no bound on it is known: one
+        estimate for a stage shape instead of one per micro-batch x checkpointing."""
+        floor = Bounds.floor(lay)
+        if floor != lay and self.bounds.floor_rest(lay) is None:
+            self._estimate(floor)
+        return self.group_over(lay)
+
+    def _estimate(self, lay: Layout):
+        """(estimate, None), or (None, why) where the scenario pass refuses the layout; each
+        layout estimated once, and recorded as a bound for its stage shape (`Bounds`)."""
+        if lay not in self._done:
+            self.estimates += 1
+            try:
+                est = estimate(self._scenario(lay), self.dev, with_max_batch=False)
+            except ScenarioError as exc:
+                self._done[lay] = (None, str(exc))
+            else:
+                self._done[lay] = (est, None)
+                self.bounds.record(lay, int(est.device_used_bytes) - self.states_bound(lay))
+        return self._done[lay]
 
     def check(self, opt: Option) -> bool:
         """Estimate the layout (its scenario sets parallel.expert: the estimate's own expert
-        states, dispatch buffers and all-to-all bytes)."""
-        if self.predicted_over(opt.layout):
+        states, dispatch buffers and all-to-all bytes), unless a bound says it cannot fit."""
+        if self.predicted_over(opt.layout) or self.floor_over(opt.layout):
             opt.fits = False
             return False
-        self.estimates += 1
-        try:
-            est = estimate(self.scenario(opt.layout), self.dev, with_max_batch=False)
-        except ScenarioError as exc:
-            opt.fits, opt.notes = False, [str(exc)]
+        est, why = self._estimate(opt.layout)
+        if est is None:
+            opt.fits, opt.notes = False, [why]
             return False
         used = int(est.device_used_bytes)
-        lay = opt.layout
         ranks = est.to_dict().get("ranks") or []
         worst = max(ranks, key=lambda r: r.get("device_used_bytes", 0), default=None)
         opt.estimate, opt.device_used_bytes = est, used
-        k, rest = self._key(lay), used - self.states_bound(lay)
-        self._seen[k] = min(rest, self._seen.get(k, rest))
         opt.rank = worst.get("rank") if worst else "every rank alike"
         opt.fits = used <= self.limit
         return opt.fits
@@ -256,17 +310,31 @@ class Solver:
         return [e for e in range(1, min(group, a.num_experts) + 1)
                 if a.num_experts % e == 0 and group % e == 0]
 
-    def layouts(self, struct: tuple):
+    def _candidates(self, struct: tuple, best: float):
+        """(Layout fields, busy) of the structure's layouts (micro-batch x chunks x ZeRO stage
+        x checkpointing, keeping the global batch) worth pricing: model states under the limit
+        (checked per ZeRO stage), the stage shape's floor not over it (`group_over`, per ZeRO
+        stage and chunks), compute + bubble under `best`."""
         d, t, p, c, e = struct
-        per = self.job.global_batch // d
-        zeros = (1, 2, 3) if d * c > 1 else (0,)
-        for m in MICRO:
-            if per % m:
-                continue
-            for v in self._virtuals(p, per // m):
-                for z in zeros:
-                    for ck in ("none", "selective", "full"):
-                        yield Layout(d, t, p, c, e, z, ck, m, per // m, v)
+        per, n = self.job.global_batch // d, d * t * p * c
+        zs = tuple(z for z in ((1, 2, 3) if d * c > 1 else (0,))
+                   if self.states_bound(Layout(d, t, p, c, e, z, "full", 1, per)) <= self.limit)
+        over: dict = {}
+        for m in (m for m in MICRO if zs and per % m == 0):
+            a = per // m
+            for v in self._virtuals(p, a):
+                for z in zs:
+                    if (z, v) not in over:
+                        over[z, v] = self.group_over(Layout(d, t, p, c, e, z, "full", 1, per, v))
+                    if over[z, v]:
+                        continue
+                    for ck in CKPTS:
+                        busy = self._busies.get((n, ck, p, a, v))
+                        if busy is None:
+                            lay = Layout(d, t, p, c, e, z, ck, m, a, v)
+                            busy = self._busies[n, ck, p, a, v] = self.busy(lay)
+                        if busy[0] + busy[1] < best:
+                            yield (d, t, p, c, e, z, ck, m, a, v), busy
 
     def _virtuals(self, p: int, m: int) -> tuple[int, ...]:
         """Interleaved chunks per stage the rules allow (scenario/parallel_keys.py: v divides
@@ -298,20 +366,22 @@ class Solver:
         that bound. Same order as pricing all and sorting, with a fraction of the pricing."""
         cands = []
         for s in structs:
-            for lay in self.layouts(s):
-                busy = self.busy(lay)
-                if busy[0] + busy[1] < best and self.states_bound(lay) <= self.limit:
-                    cands.append((busy[0] + busy[1], len(cands), lay, busy))
-        cands.sort(key=lambda x: (x[0], x[1]))
+            for fields, busy in self._candidates(s, best):
+                cands.append((busy[0] + busy[1], len(cands), fields, busy))
+        cands.sort()                    # (bound, enumeration order): unique
         heap: list = []
         i = 0
         while heap or i < len(cands):
             while i < len(cands) and (not heap or cands[i][0] <= heap[0][0]):
-                _, k, lay, busy = cands[i]
+                _, k, fields, busy = cands[i]
                 i += 1
+                lay = Layout(*fields)
+                if self.group_over(lay):        # a floor estimated since: not worth pricing
+                    continue
                 opt = self.price(lay, busy)
                 heapq.heappush(heap, (opt.step_s, k, opt))
-            yield heapq.heappop(heap)[2]
+            if heap:
+                yield heapq.heappop(heap)[2]
 
     def evaluate(self, lay: Layout) -> Option:
         """A given layout (a published one): priced and estimated."""

@@ -92,6 +92,52 @@ class Option:
                 "transfers": [t.to_dict() for t in self.transfers], "notes": self.notes}
 
 
+class Bounds:
+    """Lower bounds on a layout's device used less its model states (`rest`: activations,
+    buffers, workspace), from layouts already estimated. Layouts that differ only in the data
+    degree hold the same rest per rank. Within one stage shape (`group`: TP, PP, CP, EP, ZeRO
+    stage, chunks and min(p, n) for n sequences per data rank), 1F1B holds min(p, n / m)
+    micro-batches of m sequences in flight: min(m p, n) sequences, which does not fall as m
+    grows; more recomputation (none, selective, full) holds less; and interleaving holds at
+    least 1F1B's in-flight blocks on every stage (parallel.interleaved_inflight). So the rest
+    of a layout with at most this micro-batch and at least this recomputation, of this
+    layout's chunks or 1F1B's, bounds this layout's (tests/test_solver_bounds.py); the floor,
+    micro-batch 1 with full recomputation, bounds its whole stage shape."""
+
+    ORDER = ("none", "selective", "full")
+
+    def __init__(self):
+        self.rest: dict = {}
+
+    @staticmethod
+    def group(lay: Layout, virtual: int | None = None) -> tuple:
+        n = lay.micro * lay.accumulation
+        return (lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
+                lay.virtual if virtual is None else virtual, min(lay.pipeline, n))
+
+    @staticmethod
+    def floor(lay: Layout) -> Layout:
+        return Layout(lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert, lay.zero,
+                      "full", 1, lay.micro * lay.accumulation, lay.virtual)
+
+    def record(self, lay: Layout, rest: float) -> None:
+        book = self.rest.setdefault(self.group(lay), {})
+        k = (lay.micro, self.ORDER.index(lay.checkpointing))
+        book[k] = min(rest, book.get(k, rest))
+
+    def floor_rest(self, lay: Layout) -> float | None:
+        """`lower` of the layout's floor: the floors of its chunks' and of 1F1B's shape."""
+        got = [self.rest.get(self.group(lay, v), {}).get((1, 2)) for v in {1, lay.virtual}]
+        return max((r for r in got if r is not None), default=None)
+
+    def lower(self, lay: Layout) -> float | None:
+        """The largest rest known to bound this layout's, or None."""
+        m, ck = lay.micro, self.ORDER.index(lay.checkpointing)
+        got = [r for v in {1, lay.virtual} for (m2, ck2), r in
+               self.rest.get(self.group(lay, v), {}).items() if m2 <= m and ck2 >= ck]
+        return max(got, default=None)
+
+
 def where(opt: Option, front: list[Option]) -> str:
     """Where a layout falls against the front: on it, or how far from the front's fastest
     step on as many GPUs or fewer (a layout the estimate says does not fit is off it)."""

@@ -253,7 +253,19 @@ def transfers(sc, spec, dev, sizes, net: Network | None = None, expert: int | No
     parallel.expert unless given."""
     net = net or network(dev)
     params, grads = model or model_bytes(sc, spec, sizes)
-    out = _data(sc, params, grads, dev, net)
+    return _data(sc, params, grads, dev, net) + layout_transfers(sc, spec, dev, net, expert)
+
+
+def data_transfers(sc, dev, net: Network, model: tuple[int, int]) -> list[Transfer]:
+    """The data-parallel (ZeRO / DDP) collectives of `transfers`: they read the data, tensor,
+    pipeline and context degrees, the ZeRO stage and the accumulation only."""
+    return _data(sc, *model, dev, net)
+
+
+def layout_transfers(sc, spec, dev, net: Network, expert: int | None = None) -> list[Transfer]:
+    """The tensor, pipeline, context and expert collectives of `transfers` (not the ZeRO
+    stage's)."""
+    out: list[Transfer] = []
     arch = C.arch_of(spec)
     if arch is None:
         return out
