@@ -14,9 +14,11 @@ Per tower (transformers 4.5x processors and modelling code):
   resolution: `image_size`.
 * Gemma 3 (`Gemma3ImageProcessor` resizes to the SigLIP image_size 896; `Gemma3MultiModalProjector`
   pools the 64 x 64 patches to mm_tokens_per_image 256): 256 decoder tokens, 4096 tower tokens.
-* Mistral 3 / Pixtral (`PixtralImageProcessor`: patches of 16 at the image's own size up to
-  its longest_edge; Mistral3PatchMerger joins 2 x 2; one [IMG_BREAK] per row): rows x cols +
-  rows decoder tokens, (h / 16) x (w / 16) tower tokens. Dynamic resolution: `image_size`.
+* Mistral 3 / Pixtral (`PixtralImageProcessor`: the image scaled down so its longest edge is at
+  most longest_edge (the vision_config image_size, 1540 for Mistral Small 3.1), each side
+  rounded up to a multiple of patch x merge; Mistral3PatchMerger joins 2 x 2; one [IMG_BREAK]
+  per row; catalog/pixtral_resize.py): rows x cols + rows decoder tokens, (rows x 2) x
+  (cols x 2) tower tokens. Dynamic resolution: `image_size`.
 * LLaVA-style CLIP / SigLIP towers: (image_size / patch)^2 (+1 CLIP class token in the tower).
 * Llama 3.2 Vision (mllama; `MllamaImageProcessor` tiles of image_size 560 on a canvas of up
   to max_num_tiles 4; pixel_values always hold max_num_tiles tiles, the padded ones masked):
@@ -27,9 +29,9 @@ Per tower (transformers 4.5x processors and modelling code):
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from . import pixtral_resize
 from .nested import _Sub, image_tokens
 from .qwen_resize import grid
 
@@ -112,10 +114,11 @@ def image_cost(config: dict, height: int | None, width: int | None) -> ImageCost
         return ImageCost(image_tokens(config, 0, 0), side * side, 0, tower)
     if kind in QWEN_TOWERS:
         return ImageCost(*qwen_grid(config, height, width), 0, tower)
-    if kind == "pixtral":
-        p = v.int("patch_size")
-        return ImageCost(image_tokens(config, height, width),
-                         math.ceil(height / p) * math.ceil(width / p), 0, tower)
+    if kind == "pixtral":   # resized to the longest edge, sides up to a merged patch
+        merge = _Sub("", config).int("spatial_merge_size", default=2)
+        patches = pixtral_resize.grid(height, width, v.int("patch_size"), merge,
+                                      v.int("image_size", default=1024))[2]
+        return ImageCost(image_tokens(config, height, width), patches, 0, tower)
     tokens = image_tokens(config, 0, 0)   # CLIP / SigLIP at their image_size (or refused)
     return ImageCost(tokens, tokens + (1 if kind == "clip_vision_model" else 0), 0, tower)
 

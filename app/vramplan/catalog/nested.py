@@ -21,10 +21,9 @@ common keys and the result says so (`MultimodalArch.approximate`).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from ..errors import ScenarioError
-from . import qwen_resize
+from . import pixtral_resize, qwen_resize
 from .hf_config import arch_from_config
 from .transformer_arch import TransformerArch
 
@@ -346,10 +345,10 @@ def image_tokens(config: dict, height: int, width: int) -> int:
                                 v.int("spatial_merge_size", default=2), height, width)[0]
     if parent == "gemma3":
         return _Sub("", config).int("mm_tokens_per_image", default=256)
-    if kind == "pixtral":
-        side = v.int("patch_size") * _Sub("", config).int("spatial_merge_size", default=2)
-        rows, cols = math.ceil(height / side), math.ceil(width / side)
-        return rows * cols + rows
+    if kind == "pixtral":   # the processor's longest-edge clamp first (pixtral_resize.py)
+        return pixtral_resize.tokens(height, width, v.int("patch_size"),
+                                     _Sub("", config).int("spatial_merge_size", default=2),
+                                     v.int("image_size", default=1024))
     if kind in ("clip_vision_model", "siglip_vision_model"):
         return (v.int("image_size") // v.int("patch_size")) ** 2
     raise _bad("vision_config", f"image tokens of a '{kind}' tower are not known")
