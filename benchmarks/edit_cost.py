@@ -10,19 +10,21 @@ median over `--repeat` rounds, in one run for two ways of making the estimate's 
 - old: every probe of the max batch / longest context search runs the pass
   (`sc.replace(batch_size=b)` / `sc.replace(seq_len=s)`), as estimate.py did before
   `scenario.variants`;
-- new: `scenario.variants.Variants`: the field alone between two verified values; a plain
-  key (batch_size) verified by its row and the derivations (`plain_probe`, no pass), another
-  (seq_len) by the pass at the ends.
+- new: `scenario.variants.Variants`: the field alone between two verified values; a key
+  whose row says how the rules between keys read it (`Key.plain`: batch_size, seq_len on a
+  decoder) verified by its row and the derivations (`plain_probe`, no pass), another by the
+  pass at the ends.
 
 The old way is rebuilt here as a Variants that passes at every probe, so both run the same
 search and give the same estimate (checked on every edit). Both columns count the form's pass
 (1 per edit; the share link runs none since to_query writes the given keys).
 
-At 2026-12-02 (this machine, --repeat 7): passes per edit 5.38 -> 2.12 for the new way (the
-form's 1; the share link's 2 -> 0; the max-batch ends 2 -> 0). What is left: generate's
-longest-context search over seq_len (4 or 5 passes per edit, 23 for Llama-3.1-8B at batch
-1), which only the pass can check: it refuses seq_len past the model's positions (seq_len +
-new_tokens, + image tokens for a VLM) and derives an encoder-decoder's target_len from it.
+At 2026-12-02 (this machine, --repeat 7): passes per edit 5.38 -> 1.00 for the new way: the
+form's pass only (the share link's 2 -> 0; the max-batch ends 2 -> 0; generate's
+longest-context search 4-5 -> 0). Where the rows cannot tell, the probes still run the pass:
+serve's couplings (max_num_seqs / max_model_len follow the batch / seq_len: serve's answers
+come from the engine's figures, no search), an encoder-decoder's target_len (follows
+seq_len), an image refusal that names `images` (the pass would drop them).
 """
 from __future__ import annotations
 

@@ -68,7 +68,8 @@ def test_seq_len_variants_keep_the_positions_limit():
     # Llama-3.1-8B states 131072 positions (rope llama3: max_position_embeddings already
     # scaled); generating 512 new tokens, a prompt of 131072 - 512 = 130560 fits, one more
     # does not. The search's cap (2**24) is refused, so the verified range grows from the
-    # values the pass accepted; 130561 is refused by the pass, never made by the field alone
+    # values accepted (seq_len's row checks the positions as the pass does: no pass);
+    # 130561 is refused with the pass's error, never made by the field alone
     sc = resolve({"model": LLAMA, "task": "generate", "new_tokens": 512}, H100)
     var = Variants(sc, "seq_len", (1, 1 << 24), grow=True, lazy=True)
     assert isinstance(var.get(1 << 24), ScenarioError) and not var.fast
@@ -125,19 +126,17 @@ def test_one_page_edit_runs_the_pass_once(monkeypatch):
     assert len(probes) >= 4      # the plan itself, then 1, 2, ... all by the field
 
 
-def test_a_generate_estimate_passes_four_times(monkeypatch):
-    # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search runs no pass (batch
-    # is plain: its ends 1 and 2**20 are checked by its row; before: the pass at both); the
-    # longest context search at 1, at its cap 2**24 (refused: beyond the 131072 positions,
-    # so it verifies nothing), at 2 (now 1..2 is verified) and at the secant guess 64034
-    # (fits: 1..64034 verified); every later probe lies inside and changes seq_len alone.
-    # seq_len is not plain: the pass refuses it past the positions (seq_len + new_tokens,
-    # image tokens) and derives an encoder-decoder's target_len from it, so a search that
-    # ends at the positions limit still passes at each probe above the range verified so
-    # far (Llama at batch 1: 23 passes, 25 before). Before: 13 passes (one per probe), then 6
+def test_a_generate_estimate_runs_no_pass(monkeypatch):
+    # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search checks its ends (1,
+    # 2**20) by batch_size's row (no rule between keys reads it); the longest context search
+    # its cap 2**24 (refused: beyond the 131072 positions, by the same check as the pass's,
+    # `rules.positions_error`) and every probe below by seq_len's row (the positions with
+    # new_tokens, the image tokens), so nothing runs the pass: its one run was `resolve`.
+    # Before: 13 passes (one per probe), then 6 (the ends by the pass), then 4 (batch by the
+    # row). A plan where the rows cannot tell (serve's couplings, an encoder-decoder's
+    # target_len, a refusal naming images) still runs the pass at those probes
     sc = resolve({"model": LLAMA, "task": "generate", "batch_size": 8}, H100)
     calls = _counting(monkeypatch)
     est = E.estimate(sc, get_gpu(H100))
-    assert [(c.get("batch_size"), c.get("seq_len")) for c in calls] == [
-        (8, 1), (8, 1 << 24), (8, 2), (8, 64034)]
+    assert calls == []
     assert est.max_context == 31077 and est.max_batch_size == 485

@@ -8,6 +8,7 @@ from ..catalog import list_models
 from ..catalog.stacks import choices as stack_choices
 from ..catalog.stacks import names as stack_names
 from ..catalog.stacks import read_stack
+from ..errors import ScenarioError
 from ..hardware import default_db
 from ..parallel import ParallelConfig
 from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYPES, LORA_TASKS,
@@ -15,8 +16,8 @@ from ..vocab import (ATTENTION, CHECKPOINTING, DIFFUSION_FAMILIES, KV_CACHE_DTYP
                      TRANSFORMER_FAMILIES, VISION_FAMILIES)
 from .parallel_keys import PARALLEL_KEYS
 from .rules import (OFFLOAD, OPTIONS, SERVE_MAX_MODEL_LEN, SERVE_MAX_NUM_SEQS,
-                    offload_choices, option_choices, position_limit, precisions_for,
-                    read_safety_margin, supported_tasks, vllm_batched_tokens)
+                    offload_choices, option_choices, position_limit, positions_error,
+                    precisions_for, read_safety_margin, supported_tasks, vllm_batched_tokens)
 from .schema import NO_MODEL, Key
 
 __all__ = ["CONTRACT", "NESTED", "LIMIT", "BIG", "MODEL_TASKS"]
@@ -51,6 +52,28 @@ def _positions(r) -> tuple:
     return 1, lim[0] if lim is not None else LIMIT
 
 
+def _seq_len_alone(sc, v: int):
+    """seq_len changed alone to `v` in a decoder's resolved plan (`schema.Key.plain`), by the
+    rules between keys that read it (build.fields_of): the positions hold seq_len +
+    new_tokens (`rules.positions_error`, the pass's check: its error where they do not), and
+    with images their tokens too (`multimodal_keys.check_images`: its error where it names
+    seq_len; where it names images the pass would drop them: it decides). None for other
+    families and for serve (an encoder-decoder's target_len and serve's engine limits follow
+    seq_len: the pass decides)."""
+    from .multimodal_keys import check_images
+    if sc.family != "decoder" or sc.task == "serve":
+        return None
+    new = sc.new_tokens or 0
+    err = positions_error(sc.spec, v + new, "seq_len + new_tokens" if new else "seq_len")
+    if err is not None:
+        return err
+    try:
+        check_images(sc.spec, sc.extra, v, sc.new_tokens or 0)
+    except ScenarioError as exc:
+        return exc if exc.key == "seq_len" else None
+    return True
+
+
 _TR, _VI, _DI = TRANSFORMER_FAMILIES, VISION_FAMILIES, DIFFUSION_FAMILIES
 _PIXELS = _VI + _DI + (NO_MODEL,)
 _P = ParallelConfig()
@@ -75,13 +98,13 @@ CONTRACT = (
        "requests)", lo=1, hi=LIMIT, shown_tasks=tuple(t for t in TASKS if t not in
                                                      ("render", "array", "load")),
        default=1, default_doc="1; serve: serving.max_num_seqs (256)", flag="--batch-size",
-       derive=_follows("max_num_seqs"), plain=True),
+       derive=_follows("max_num_seqs"), plain=lambda sc, v: True),   # no rule reads it
     _k("seq_len", "int", "Sequence length", "tokens per sequence; for generate the prompt",
        unit="tokens", lo=1, hi=LIMIT, families=_TR, where="transformer models",
        shown_tasks=TRAINING_TASKS + ("forward", "generate", "serve"),
        default_doc="min(2048, positions); generate: min(512, positions / 2); serve: "
        "serving.max_model_len", derive=_follows("max_model_len"),
-       bounds_of=_positions),
+       bounds_of=_positions, plain=_seq_len_alone),
     _k("new_tokens", "int", "New tokens", "generate: tokens produced after the prompt",
        unit="tokens", lo=0, hi=LIMIT, families=_TR, tasks=("generate",),
        where="task 'generate'", default_doc="256"),

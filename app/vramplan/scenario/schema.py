@@ -68,10 +68,13 @@ class Key:
     # known; `shows_if(ctx)`: shown only then; `default_of(ctx)`: its value when left empty
     seeds: bool = False
     kept: bool = False
-    # `plain`: no rule between keys reads it, only its row (type, range) and the rows'
-    # `derive`: `scenario.variants` makes its other values by changing the field, checked by
-    # the row's read and the derivations instead of the whole pass (tests/test_scenario_plain.py)
-    plain: bool = False
+    # `plain(sc, v)`: this key changed alone to `v` in the resolved `sc`, as the rules
+    # between keys that read it see it: True (no rule moves or refuses anything: the pass
+    # gives the field alone, once its row reads `v` and the rows' `derive` stay, which
+    # `scenario.variants` checks), the pass's ScenarioError (it refuses `v`, by the same
+    # check), None (the pass decides); None for the row: every value runs the pass
+    # (tests/test_scenario_plain.py holds the answers to the pass's)
+    plain: Callable[[Any, Any], Any] | None = None
     before_task: bool = False
     shows_if: Callable[[Any], bool] | None = None
     default_of: Callable[[Any], Any] | None = None

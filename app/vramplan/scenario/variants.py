@@ -10,11 +10,13 @@ whose serving.max_num_seqs / max_model_len follow the key, a seq_len beyond the 
 positions) goes through the pass and is refused or derived by it. Used by `vramplan.estimate`
 and `vramplan.sweep` (one copy: the sweep imports it from here).
 
-A key whose row is `plain` (batch_size: no rule between keys reads it, only its row's range
-and the rows' derivations) is checked without the pass (`plain_probe`): a value its row reads
-unchanged, and at which no derivation that applies to the plan moves (serve's max_num_seqs
-follows the batch: not there), is changing the field alone. So the max-batch search's end
-checks run no pass (issue 19.1: one page edit, one pass).
+A key whose row says how the rules between keys read it (`Key.plain`: batch_size, none;
+seq_len, a decoder's positions and image tokens) is checked without the pass
+(`plain_probe`): a value its row reads unchanged, at which no derivation that applies to the
+plan moves (serve's max_num_seqs follows the batch: not there) and which the row's rules
+accept, is changing the field alone; one those rules refuse is refused with the pass's own
+error. So the max-batch and longest-context searches run no pass where the rows know the
+answer (issue 19.1: one page edit, one pass).
 """
 from __future__ import annotations
 
@@ -70,9 +72,13 @@ class Variants:
     def _verified(self, v: int) -> bool:
         """`make(v)` accepted and equal to changing the field alone (for a plain key, its
         row and the derivations say so: no pass)."""
-        if self.probe is not None and self.probe(v):
+        said = self.probe(v) if self.probe is not None else None
+        if said is True:
             self.cache.setdefault(v, with_field(self.sc, self.key, v))
             ok = True
+        elif isinstance(said, ScenarioError):     # the pass refuses it, by the same check
+            self.cache.setdefault(v, said)
+            ok = False
         else:
             got = self._slow(v)
             ok = got is not None and got == with_field(self.sc, self.key, v)
@@ -124,14 +130,15 @@ def _given(d: dict, name: str):
     return v if not sub else v.get(sub) if isinstance(v, dict) else None
 
 
-def plain_probe(sc, key: str) -> Callable[[int], bool] | None:
-    """For a key whose row is `plain`: v -> whether the pass at `v` (`sc.replace(key=v)`)
-    is `sc` with the field alone changed, told without the pass: the row reads `v` as `v`
-    (type and range), and every derivation that applies to the plan's task and family and
-    is not given (`keys.derive`) gives at `v` what it gives at the plan's value. None for
-    other keys (the pass decides)."""
+def plain_probe(sc, key: str) -> Callable[[int], object] | None:
+    """For a key whose row has `plain`: v -> what the pass at `v` (`sc.replace(key=v)`)
+    gives, told without it: True, `sc` with the field alone changed (the row reads `v` as
+    `v`, every derivation that applies to the plan's task and family and is not given,
+    `keys.derive`, gives at `v` what it gives at the plan's value, and the row's `plain`
+    says its rules between keys accept `v`); a ScenarioError, the pass's refusal (the row's
+    read, or its rules'); None, the pass decides. None for other keys."""
     row = K.BY_NAME.get(key)
-    if row is None or not row.plain or not isinstance(getattr(sc, key, None), int):
+    if row is None or row.plain is None or not isinstance(getattr(sc, key, None), int):
         return None
     given, task, family = sc.given_dict(), sc.task, sc.family
     rows = [k for k in K.DERIVED if k.name != key and k.applies(task, family)
@@ -146,12 +153,14 @@ def plain_probe(sc, key: str) -> Callable[[int], bool] | None:
         return tuple(out.get(k.name) for k in rows)
     at_plan = derived(getattr(sc, key))
 
-    def probe(v) -> bool:
+    def probe(v):
         try:
             read = row.read(v)
-        except ScenarioError:
-            return False
-        return read == v and type(read) is type(v) and derived(v) == at_plan
+        except ScenarioError as exc:          # the pass reads the row first: refused
+            return exc
+        if read != v or type(read) is not type(v) or derived(v) != at_plan:
+            return None
+        return row.plain(sc, v)
     return probe
 
 
