@@ -23,3 +23,26 @@ def test_the_verdict_line_names_every_dimension_the_gpu_count_is_made_of():
     assert "16 GPUs (dp 1, tp 8, pp 2, ZeRO 1)" in task_summary({**sc, "parallel": no_cp})
     with speaking("zh"):
         assert "32 张 GPU（dp 1、tp 8、pp 2、cp 2、ZeRO 1）" in task_summary(sc)
+
+
+def test_the_rank_table_scrolls_in_its_own_box_on_a_phone():
+    """At 390 px the eight columns (~720 px) were cut at the card's edge, the device-used
+    figures, the bars with their limit line and the note below all out of sight: the HTML
+    widget (a flex item, min-width auto) grew to the table's width. Now the table sits in a
+    box that scrolls sideways and the widget carries the class style.py holds to the card."""
+    from vramplan.estimate import estimate
+    from vramplan.ui.widgets.ranks_view import RanksView, ranks_html
+    from vramplan.ui.widgets.style import CSS
+    plan = {"model": "meta-llama/Llama-3.1-70B", "task": "train", "seq_len": 8192,
+            "gpu": "nvidia-h100-sxm5-80gb", "parallel": {"gpus": 64, "data": 2, "tensor": 8,
+                                                         "pipeline": 4, "zero": 1}}
+    body = ranks_html(estimate(plan).to_dict())
+    box, table = body.index("<div class='vp-ranks-scroll'"), body.index("<table")
+    assert box < table < body.index("</table></div>")
+    assert "overflow-x:auto" in body[box:table]
+
+    class State:
+        result = None
+    view = RanksView(State())
+    assert "vp-ranks-body" in view.body._dom_classes
+    assert ".vp-ranks-body, .vp-ranks-body > .widget-html-content" in CSS

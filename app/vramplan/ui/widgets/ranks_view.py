@@ -60,8 +60,11 @@ def ranks_html(est: Mapping[str, Any] | None) -> str:
     note = _("Each stage holds its blocks; stage 0 also the embedding and the most micro-batches "
              "in flight, the last stage the head, logits and loss. The bar is device memory used "
              "against the memory limit (the line).")
-    return (f"<table class='vp-table vp-ranks'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>{by}<div class='vp-hint'>{_e(note)}</div>")
+    # eight columns need ~720 px: on a phone (390 px) the table scrolls sideways in its own
+    # box instead of being cut at the card's edge with the figures and the limit line
+    return (f"<div class='vp-ranks-scroll' style='overflow-x:auto;max-width:100%'>"
+            f"<table class='vp-table vp-ranks'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>{by}<div class='vp-hint'>{_e(note)}</div>")
 
 
 class RanksView(W.VBox):
@@ -70,6 +73,7 @@ class RanksView(W.VBox):
     def __init__(self, state):
         self.state = state
         self.body = L.html()
+        self.body.add_class("vp-ranks-body")     # held to the card's width (style.py)
         super().__init__([section(_("Memory per rank (pipeline stages)"), self.body)])
         self.layout.display = "none"
 

@@ -217,6 +217,10 @@ CSS = PAGE + f"""
 .vp-table td:first-child {{ color: #4b5563; padding-right: 10px; }}
 .vp-table td.vp-num {{ text-align: right; font-variant-numeric: tabular-nums; color: #111827; }}
 .vp-table td.vp-wrap {{ text-align: left; color: #4b5563; font-size: 12px; }}
+/* the per-rank table (~720 px) scrolls in its box on a phone: its HTML widget is held to the
+   card's width (a flex item's min-width: auto made it as wide as the table, cut at the card) */
+.vp-ranks-body, .vp-ranks-body > .widget-html-content {{ flex: 1 1 auto; width: 100%;
+                                                         min-width: 0; }}
 .vp-list {{ margin: 4px 0 0 16px; padding: 0; font-size: 12.5px; color: #374151; }}
 .vp-list li {{ margin: 0 0 5px; line-height: 1.45; }}
 .vp-notes li {{ color: #4b5563; }}
