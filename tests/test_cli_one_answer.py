@@ -175,3 +175,30 @@ def test_cluster_text_says_limit_and_margin(capsys):
     assert ("memory limit 75.67 GiB per GPU (usable 79.65 GiB - safety margin 3.98 GiB)"
             in out.splitlines()[0])
     assert "used GiB" in out.splitlines()[2]
+
+
+def test_trace_holds_the_plan_to_the_same_limit(capsys):
+    """`trace` takes estimate's --safety-margin (issue 20.9) and now keeps it (issue 20.6):
+    headroom = usable - margin - device used (before: usable - device used, the margin
+    dropped). Its text names the plan first and writes sizes and labels as estimate does."""
+    import json
+    argv = ["trace", "--model", "gpt2", "--task", "train", "--batch-size", "1", "--seq-len",
+            "64", "--gpu", "nvidia-l4", "--safety-margin", "2GiB"]
+    d = json.loads(_run(capsys, *argv, "--format", "json"))
+    usable = d["gpu"]["usable_memory_bytes"]
+    assert d["headroom_bytes"] == usable - 2 * GiB - d["per_gpu"]["device_used_bytes"]
+    from vramplan.commands.trace import render
+    out = render(d).splitlines()
+    assert out[0] == "gpt2 · train on NVIDIA L4 (24.00 GiB)"
+    assert "peak in Optimizer step of step" in out[1]
+    assert any(ln.startswith("CUDA context ") for ln in out)
+    assert out.index("") and f"(headroom {size(d['headroom_bytes'])} to the memory limit)" in \
+        "\n".join(out)
+
+
+def test_page_and_report_write_times_alike():
+    """units.format_seconds for both (before: the page '443.90 ms', the report '443.9 ms')."""
+    from vramplan.ui.state.text import seconds as page_seconds
+    for s, said in ((0.4439, "443.9 ms"), (0.00248, "2.48 ms"), (5e-5, "50.0 µs"),
+                    (1.041, "1.04 s"), (1234.5, "1,234.50 s")):
+        assert page_seconds(s) == said and seconds(s) == said, s

@@ -147,6 +147,19 @@ def format_gbs(gbs: float | None, lang: str = "en", none: str = "–") -> str:
     return f"{format_number(gbs, 1, lang)} GB/s" if _finite(gbs) else none
 
 
+def format_seconds(s: float | None, lang: str = "en", none: str = "–") -> str:
+    """A time as the page, the report and the CLI write it: under 1 ms in µs ('50.0 µs'),
+    under 10 ms with two decimals ('2.48 ms'), under 1 s with one ('443.9 ms'), else seconds
+    with two ('1.04 s')."""
+    if not _finite(s):
+        return none
+    if abs(s) < 1e-3:
+        return f"{format_number(s * 1e6, 1, lang)} µs"
+    if abs(s) < 1:
+        return f"{format_number(s * 1e3, 2 if abs(s) < 0.01 else 1, lang)} ms"
+    return f"{format_number(s, 2, lang)} s"
+
+
 def format_rate(bytes_per_s: float, digits: int = 2) -> str:
     """Decimal rates, as vendors quote them: 3.35e12 -> '3.35 TB/s'."""
     a = abs(bytes_per_s)

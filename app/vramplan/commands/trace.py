@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import VramplanError
-from ..units import format_bytes
+from ..report.text import count, seconds, size
 from ._output import dump_json, emit, table
 from ._plan import add_scenario_flags, load_one, plan_of, scenario_from_args
 
@@ -104,24 +104,36 @@ def run(args) -> int:
     if args.format == "json":
         emit(dump_json(d))
         return 0
-    pg = d["per_gpu"]
-    t = d["trace"]
-    rows = [[k, format_bytes(v)] for k, v in pg["components"].items() if v]
-    rows += [["peak allocated", format_bytes(pg["peak_allocated_bytes"])],
-             ["peak reserved (allocator model)", format_bytes(pg["peak_reserved_bytes"])],
-             ["device used", format_bytes(pg["device_used_bytes"])]]
-    out = [f"trace ({t['mode']}, {t['kernels']} kernels): peak in {t['peak_phase']} of step "
-           f"{t['peak_step']}, {t['ops']} ops in {t['seconds']:.1f} s",
-           table(rows, ["component at the peak", "bytes"], "lr"), "",
-           table([[m, format_bytes(v)] for m, v in list(t["by_module"].items())[:12]],
-                 ["module at the peak", "bytes"], "lr")]
+    emit(render(d, args.timeline))
+    return 0
+
+
+def render(d: dict, timeline: bool = False) -> str:
+    """A trace as text: what was traced first (estimate's plan line), then the components and
+    modules at the peak with the estimate's labels and sizes (report.text.size), the verdict
+    against the one memory limit (usable less the plan's safety margin)."""
+    from ..vocab import component_label, phase_label
+    from .estimate import _plan_line
+    pg, t = d["per_gpu"], d["trace"]
+    rows = [[component_label(k), size(v)] for k, v in pg["components"].items() if v]
+    rows += [["peak allocated", size(pg["peak_allocated_bytes"])],
+             ["peak reserved (allocator model)", size(pg["peak_reserved_bytes"])],
+             ["device used", size(pg["device_used_bytes"])]]
+    out = [_plan_line(d)] if d.get("gpu") else []
+    out += [f"trace ({t['mode']}, {t['kernels']} kernels): peak in "
+            f"{phase_label(t['peak_phase'])} of step {t['peak_step']}, {count(t['ops'])} ops "
+            f"in {seconds(t['seconds'])}",
+            table(rows, ["component at the peak", "bytes"], "lr"), "",
+            table([[m, size(v)] for m, v in list(t["by_module"].items())[:12]],
+                  ["module at the peak", "bytes"], "lr")]
     if d["fits"] is not None:
+        h = d["headroom_bytes"]
         out.append(f"\n{'fits' if d['fits'] else 'does NOT fit'} on {d['gpu']['name']} "
-                   f"(headroom {format_bytes(d['headroom_bytes'])})")
-    if args.timeline:
+                   + (f"(headroom {size(h)} to the memory limit)" if h >= 0 else
+                      f"({size(-h)} over the memory limit)"))
+    if timeline:
         out.append("\nevent  phase           live")
-        out += [f"{e:>6}  {ph:<14}  {format_bytes(b)}" for e, ph, b in t["timeline"]]
+        out += [f"{e:>6}  {ph:<14}  {size(b)}" for e, ph, b in t["timeline"]]
     for n in t["notes"]:
         out.append(f"note: {n}")
-    emit("\n".join(out))
-    return 0
+    return "\n".join(out)

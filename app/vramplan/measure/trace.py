@@ -30,6 +30,7 @@ from ..errors import UnavailableError
 from ..hardware import get_gpu, traits_of
 from ..parallel import layout_of
 from ..result import MemoryReport
+from ..scenario.rules import memory_limit
 from ..vocab import ALLOCATOR_SLACK, COMPONENTS, CUDA_CONTEXT
 from .buildable import FAMILIES, scenario_of, spec_of
 
@@ -97,7 +98,9 @@ def _report(counted, mode, kernels, scenario=None, gpu=None) -> TraceReport:
     comps.update(c.peak_cat)
     comps[CUDA_CONTEXT], comps[ALLOCATOR_SLACK] = int(ctx), int(reserved - c.peak)
     used = reserved + ctx
-    headroom = int(gpu.usable_bytes - used) if gpu is not None else None
+    # the estimate's one memory limit: usable memory less the plan's safety_margin (issue 20.6)
+    headroom = int(memory_limit(getattr(scenario, "safety_margin", None), gpu.usable_bytes)
+                   - used) if gpu is not None else None
     return TraceReport(
         scenario=scenario, gpu=gpu, components=comps, peak_allocated_bytes=c.peak,
         peak_reserved_bytes=reserved, device_used_bytes=used,

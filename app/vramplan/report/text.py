@@ -4,7 +4,7 @@ Chinese in `locale/zh/report.toml`), and sizes, rates and times are written here
 from __future__ import annotations
 
 from ..i18n import format_number, gettext, normalise_lang
-from ..units import format_gbs, format_size
+from ..units import format_gbs, format_seconds, format_size
 
 __all__ = ["tr", "size", "gbs", "seconds", "count", "share", "normalise_lang"]
 
@@ -27,11 +27,8 @@ def gbs(v: float | None, lang: str = "en") -> str:
 
 
 def seconds(s: float | None, lang: str = "en") -> str:
-    if s is None:
-        return "-"
-    if s < 1:
-        return f"{format_number(s * 1e3, 2 if s < 0.01 else 1, lang)} ms"
-    return f"{format_number(s, 2, lang)} s"
+    """A time (`units.format_seconds`, the page's too): '2.48 ms', '443.9 ms', '1.04 s'."""
+    return format_seconds(s, lang, none="-")
 
 
 def count(n: int | float | None, lang: str = "en") -> str:

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ...catalog.size_only import looks_like_size, parse_params  # noqa: F401 (the page's names)
-from ...units import format_gbs, format_gib, format_size
+from ...units import format_gbs, format_gib, format_seconds, format_size
 
 
 # words whose capitals a generic label keeps ('kv_pool_tokens' -> 'KV pool tokens')
@@ -156,13 +156,8 @@ def rate_gbs(gbs: Any) -> str:
 
 
 def seconds(s: Any) -> str:
-    if not isinstance(s, (int, float)) or not math.isfinite(s):
-        return "–"
-    if s < 1e-3:
-        return f"{s * 1e6:,.1f} µs"
-    if s < 1:
-        return f"{s * 1e3:,.2f} ms"
-    return f"{s:,.2f} s"
+    """A time as the report and the CLI write it (`units.format_seconds`): '443.9 ms'."""
+    return format_seconds(s)
 
 
 def label_of(key: str) -> str:
