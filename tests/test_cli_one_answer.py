@@ -202,3 +202,11 @@ def test_page_and_report_write_times_alike():
     for s, said in ((0.4439, "443.9 ms"), (0.00248, "2.48 ms"), (5e-5, "50.0 µs"),
                     (1.041, "1.04 s"), (1234.5, "1,234.50 s")):
         assert page_seconds(s) == said and seconds(s) == said, s
+
+
+def test_plan_line_says_a_size_only_model_as_people_do(capsys):
+    """Before: 'size-only decoder of 7,000,000,000.0 params · train on ...'."""
+    out = _run(capsys, "estimate", "--architecture", '{"params": 7e9}', "--task", "train",
+               "--gpu", "nvidia-h100-sxm5-80gb")
+    assert out.splitlines()[0] == ("size-only decoder of 7B parameters · train on NVIDIA H100 "
+                                   "SXM5 80GB (80.00 GiB)")

@@ -178,12 +178,20 @@ def _plan_line(e: dict) -> str:
     sc, g = e.get("scenario") or {}, e["gpu"]
     arch = sc.get("architecture")
     model = sc.get("model") or (
-        f"size-only decoder of {arch['params']:,} params" if isinstance(arch, dict) and
-        arch.get("params") else "own config" if isinstance(arch, dict) else "")
+        f"size-only decoder of {_params(arch['params'])} parameters" if isinstance(arch, dict)
+        and arch.get("params") else "own config" if isinstance(arch, dict) else "")
     gpus = (sc.get("parallel") or {}).get("gpus") or 1
     on = f"{gpus} x {g['name']}" if gpus > 1 else g["name"]
     what = " · ".join(str(x) for x in (model, sc.get("task")) if x)
     return f"{what} on {on} ({format_gib(g['memory_bytes'])}{' each' if gpus > 1 else ''})"
+
+
+def _params(n: float) -> str:
+    """A parameter count as people say it: 7e9 -> '7B', 3.5e8 -> '350M', 1.5e12 -> '1.5T'."""
+    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:,.0f}"
 
 
 def render_table(e: dict) -> str:
