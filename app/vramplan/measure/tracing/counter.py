@@ -33,6 +33,22 @@ _STATE_FACTORIES = {_aten.zeros_like, _aten.empty_like, _aten.ones_like, _aten.f
                     _aten.zeros, _aten.clone}
 
 
+def _wait_tensor_op():
+    """`_c10d_functional.wait_tensor` (DTensor's and the functional collectives' wait), or
+    None. Its eager kernel returns the tensor it waits on (torch 2.13: `wait_tensor(x) is x`
+    on a CPU tensor), but under FakeTensorMode it returns a tensor with a new storage (its
+    schema has no alias annotation), so every DTensor collective's output would be
+    counted twice until the first copy dies (+1 gathered tensor at an all-gather). The counter
+    hands back the input, as the real kernel does."""
+    try:
+        return torch.ops._c10d_functional.wait_tensor.default
+    except (AttributeError, RuntimeError):
+        return None
+
+
+_WAIT_TENSOR = _wait_tensor_op()
+
+
 def rounded(n: int, to: int = ROUND) -> int:
     return ((n + to - 1) // to) * to if n else 0
 
@@ -142,6 +158,8 @@ class MemoryCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if func is _WAIT_TENSOR:   # the real kernel returns its input (see _wait_tensor_op)
+            return args[0]
         self.ops += 1
         # optimizer state is created lazily in the first step by factory ops (zeros_like, clone):
         # label it at birth; the runner re-labels exactly from optimizer.state after the step

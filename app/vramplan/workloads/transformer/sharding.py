@@ -82,6 +82,25 @@ def tp_selective(arch, k: Kernels, tensor: int, sp: bool) -> float:
     return (block_in / t if sp else block_in) + col / t + row + rs
 
 
+def sac_gathered_inputs(k: Kernels, tensor: int, sp: bool) -> float:
+    """sbh coefficient one selective (op SAC) block's backward holds beyond a Megatron-style
+    block's saved tensors under sequence parallelism: torchtitan's SP is DTensor's
+    (torchtitan/models/llama3/parallelize.py `apply_tp`, read at 114151ad4^: PrepareModuleInput
+    Shard(1) -> Replicate before `attention` and `feed_forward`), and its op SAC save list
+    (torchtitan/distributed/activation_checkpoint.py `_get_default_save_ops`, HEAD b5bcd76c;
+    `_op_sac_save_list` before #2357) saves `reduce_scatter_tensor` and `all_to_all_single`
+    but not `all_gather_into_tensor`: the backward's replay gathers the attention and MLP inputs
+    again, and the recomputed column-parallel matmuls save them whole (full sequence), where
+    the Megatron-style block (tp_layer) counts their s/t shards: 2 inputs x (1 - 1/t), in the
+    linears' compute dtype. 0 without SP or TP. Traced: toy Llama TP4 x PP2 + SP stage 0,
+    DTensor style (tests/test_trace_parallel.py)."""
+    t = max(1, tensor)
+    if t == 1 or not sp:
+        return 0.0
+    lin_mixed = 2 if k.mixed else (1.0 if k.float8 else k.p)
+    return 2 * lin_mixed * (1 - 1 / t)
+
+
 # fp32 block-width tensors live at once in the backward of an HF-style RMSNorm (x.float(),
 # h * rsqrt(pow(h, 2).mean() + eps), cast back, times the weight; torch's composite rms_norm
 # builds the same graph): the mul's input gradient grad * rsqrt waits in the to_copy node's

@@ -49,7 +49,8 @@ class StageActivations:
             acts = nl_live * sel * sbh_mean
             # a block's backward first recomputes what it did not keep (torch SAC replays the
             # block, taking the saved ops' outputs from its cache): one block's tensors live
-            blk.recompute = vmax(0, blk.layer_full - sel * sbh)
+            blk.recompute = vmax(0, blk.layer_full - sel * sbh) \
+                + sharding.sac_gathered_inputs(blk.k, blk.tp, blk.sp) * sbh   # DTensor SP
         else:
             acts = nl_live * blk.layer_mean
         fmt = prec_mod.training_format(self.prec)

@@ -88,7 +88,7 @@ class Training(StageActivations):
         pb = prec_mod.param_bytes(self.prec)
         ms = self._trainable(lora, div, pb)
         grads_full = par.shard(ms.tb * self._zero_count(ms.n_train, div["gradients"], lora),
-                               div["gradients"])
+                               div["gradients"]) + self._replicated_embedding_grad(ms.tb, lora)
         states = par.shard(opt_mod.state_bytes(
             optim, self._zero_count(ms.n_train, div["optimizer_states"], lora), ms.tb,
             self._matrices(lora), self.stack_bnb_block(optim)), div["optimizer_states"])
@@ -119,6 +119,24 @@ class Training(StageActivations):
                            step_tmp=step_tmp, impl=impl, in_bwd=in_bwd, optim=optim, lora=lora,
                            opt_off=opt_off, par_off=par_off, pb=pb)
         return ms
+
+    def _replicated_embedding_grad(self, tb: int, lora: bool) -> int:
+        """Bytes the input embedding's gradient adds beyond its vocabulary shard on a TP rank
+        under `checkpointing: selective`, where the estimate follows torchtitan (its op SAC)
+        and so its DTensor TP plan: the embedding is RowwiseParallel (weight Shard(0) over the
+        vocabulary; torchtitan/models/llama3/parallelize.py `apply_tp`), and DTensor has no
+        row-wise strategy for its backward (torch 2.13 torch/distributed/tensor/_ops/
+        _embedding_ops.py `embedding_dense_backward_strategy`: column-wise, batch-sharded
+        Partial or Replicate), so `.grad` is the whole V x h table on every TP rank, held
+        until the step. FSDP2 (ZeRO-3 over data) redistributes it to the parameter's
+        placement (_fsdp_param.py `_get_grad_inner_tensor`); torchtitan runs no DDP with TP.
+        0 elsewhere: Megatron's VocabParallelEmbedding keeps the shard. Traced: toy Llama
+        TP4 x PP2 stage 0, DTensor style (tests/test_trace_parallel.py)."""
+        L = self.L
+        if (lora or not self.first or L.tensor <= 1 or (self.sc.checkpointing or "none")
+                != "selective" or (L.zero >= 2 and L.shard_group > 1)):
+            return 0
+        return int(tb * self._emb * (1 - 1 / L.tensor))
 
     def _zero_count(self, n: int, divisor: int, lora: bool) -> int:
         """Parameters a ZeRO divisor shares out: with expert parallelism the routed experts
