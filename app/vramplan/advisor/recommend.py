@@ -4,8 +4,12 @@ costs and where the cost figure comes from, ranked by bytes saved per unit of co
 
 A change the validator refuses, that changes nothing, or that saves nothing is dropped. For a
 serving engine, whose pool takes what the other tensors leave (device used stays near
-gpu_memory_utilization x memory), a change is kept when it frees pool room: its `gains` say
-how many more full-length requests fit (`increases_memory` when device used goes up).
+gpu_memory_utilization x memory), a change is ranked by the room it gains in the KV pool over
+one max_model_len request (`serving_levers.pool_gain`, in bytes at the plan's bytes per
+token): device bytes the pool does not get (the allocator's slack, CUDA graphs) do not start
+the engine, so such a change ranks after every one that grows the pool (it may still bring
+device used under the limit); its `gains` say how many more full-length requests fit
+(`increases_memory` when device used goes up).
 """
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from . import comm
 from . import costs as C
 from . import stack_snippets
 from .levers import BY_ID, LEVERS, Ctx, Lever
-from .serving_levers import SERVING_LEVERS, with_engine_gains
+from .serving_levers import SERVING_LEVERS, pool_gain, with_engine_gains
 
 
 MIN_BENEFIT = 1 << 20      # a change that frees less than 1 MiB is noise, not advice
@@ -52,6 +56,7 @@ class Recommendation:
     benefit_bytes: int = 0
     lever: Lever | None = None
     kv_pool: dict = field(default_factory=dict)   # serve plans: bytes, tokens [before, after]
+    pool_gain: tuple | None = None   # serve plans: (tokens, bytes) of KV-pool room gained
 
     @property
     def increases_memory(self) -> bool:
@@ -70,6 +75,8 @@ class Recommendation:
             out["gains"] = self.gains
         if self.kv_pool:
             out["kv_pool"] = self.kv_pool
+        if self.pool_gain is not None:
+            out["pool_gain"] = {"tokens": int(self.pool_gain[0]), "bytes": int(self.pool_gain[1])}
         if full:
             out["scenario"] = self.scenario.to_dict()
             out["estimate"] = self.estimate.to_dict()
@@ -134,11 +141,16 @@ def evaluate(ctx: Ctx, lever: Lever) -> Recommendation | None:
         benefit = saves + (after - before) * _per_seq_bytes(est2 if after else ctx.est)
         if after < before and saves <= 0:
             return None
-    if benefit < MIN_BENEFIT:
+    pool = pool_gain(ctx.est, est2)
+    if pool is not None:       # a serve plan: what the change adds to the KV pool decides
+        benefit = max(0, pool[1])
+        if benefit < MIN_BENEFIT and saves < MIN_BENEFIT:
+            return None
+    elif benefit < MIN_BENEFIT:
         return None
     cost = cost_of(ctx, lever, sc2, est2)
     return Recommendation(lever.id, title, changes, sc2, est2, saves, cost,
-                          how_for(lever, ctx.sc), gains, benefit, lever)
+                          how_for(lever, ctx.sc), gains, benefit, lever, pool_gain=pool)
 
 
 def recommend(ctx: Ctx, levers=LEVERS + SERVING_LEVERS) -> list[Recommendation]:

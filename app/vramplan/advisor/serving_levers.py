@@ -165,6 +165,32 @@ def annotate(ctx, rec) -> None:
             rec.gains[key] = [before.get(key), after.get(key)]
 
 
+def token_bytes(sv: dict) -> float:
+    """Pool bytes one token of a max_model_len request takes on a GPU (the serving section's
+    request_bytes over the request's whole blocks and the null block: engine.request_bytes);
+    0 where the section has none."""
+    blocks = -(-int(sv.get("max_model_len") or 0) // engine.BLOCK_TOKENS) + engine.NULL_BLOCKS
+    return int(sv.get("request_bytes") or 0) / (blocks * engine.BLOCK_TOKENS)
+
+
+def pool_gain(est, est2) -> tuple[int, int] | None:
+    """(tokens, bytes) of room a change gains in vLLM's KV pool over one max_model_len
+    request (what decides whether the engine starts, and how many requests run at once):
+    (pool tokens - max_model_len) after less before; bytes at the plan's own bytes per token
+    (`token_bytes`), so fp8 KV (twice the tokens in the same bytes) and more tensor-parallel
+    GPUs (fewer bytes per token on each) count by the tokens they add. A shorter max_model_len
+    gains what it no longer needs where the changed plan has a pool at all. None for a plan
+    without a KV pool (not a serve plan)."""
+    before = est.footprint.serving or {}
+    after = est2.footprint.serving or {}
+    if "kv_pool_tokens" not in before or "kv_pool_tokens" not in after:
+        return None
+    tokens = int(after["kv_pool_tokens"]) - int(before["kv_pool_tokens"])
+    if int(after["kv_pool_tokens"]) > 0:
+        tokens += int(before["max_model_len"]) - int(after["max_model_len"])
+    return tokens, int(tokens * token_bytes(before))
+
+
 def pool_of(ctx, rec) -> None:
     """On a serve plan, what a change buys is room in vLLM's KV pool, not device bytes: vLLM
     pre-allocates gpu_memory_utilization x memory whatever the change, and the pool takes what

@@ -7,6 +7,7 @@ from typing import Any, Iterable, Mapping
 from ..i18n import gettext as _t
 from ..i18n import translate_message
 from . import theme
+from .waterfall_pool import axis_words, pool_rows, serving_of
 
 KIND_COLORS = {
     "today": theme.NEUTRAL_COLOR, "saving": theme.OKABE_ITO["sky_blue"],
@@ -155,13 +156,22 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     is the plan's estimate against the steps before it) takes that difference, with the
     plan's `cost` when it is the only such step.
 
-    The peak is `peak_bytes`, else the device_used_bytes of `estimate`. `plan`: one of
+    A serve plan (an `estimate` with a KV pool, no `peak_bytes`) is drawn in KV-pool tokens
+    instead, up to one max_model_len request (waterfall_pool.pool_rows: what decides whether
+    the engine starts). The peak is `peak_bytes`, else the device_used_bytes of `estimate`. `plan`: one of
     `advice["plans"]` (or its index) listing recommendation ids (`recommendations`, `steps` or
     `ids`) and optionally its `estimate`; without it every recommendation with a finite
     saving is taken in the advisor's order, stopping once the total fits (`until_fits`).
     Row: order, step, kind, start_gib, end_gib, bytes, text (the saving and the cost in
     words), label (`text` cut to LABEL_CHARS for the bar), cost, id. `lang`: the words in
     that language (`vramplan.i18n`)."""
+    if isinstance(plan, int) and not isinstance(plan, bool):
+        plan = (advice.get("plans") or [])[plan]
+    sv = serving_of(advice, estimate) if not theme.finite(peak_bytes) else None
+    if sv is not None:     # a serve plan: the KV pool's tokens (waterfall_pool.py)
+        return pool_rows(advice, sv, _plan_steps(advice, plan)[0], plan,
+                         plan.get("estimate") if isinstance(plan, Mapping) else None,
+                         until_fits, lang, cost_label, _title)
     peak = peak_bytes if theme.finite(peak_bytes) else _device_used(estimate)
     if peak is None:
         return []
@@ -217,17 +227,15 @@ def waterfall_rows(advice: Mapping[str, Any], *, peak_bytes: int | None = None,
     return out
 
 
-def _limit_layers(usable: int, name: str, top_gib: float, lang: str) -> list:
-    """The GPU's usable memory: a dashed line and its text above the plot; in a phone's
-    narrow chart the text in lines, ending at the line where it would run past the plot's
-    right edge (`top_gib`: the axis' end)."""
+def _limit_layers(at_x: float, text: str, top_gib: float, lang: str) -> list:
+    """The limit (the GPU's usable memory; a serve plan's max_model_len request) at `at_x` on
+    the axis: a dashed line and its text above the plot; in a phone's narrow chart the text
+    in lines, ending at the line where it would run past the plot's right edge (`top_gib`:
+    the axis' end)."""
     import altair as alt
-    line = theme.narrow_rows([{"usable_gib": theme.gib(usable),
-                               "text": _t("{gpu}: {size} GiB usable", lang).format(
-                                   gpu=name, size=f"{usable / theme.GiB:,.1f}")}],
-                             "text", NARROW_LIMIT_COLUMNS)
+    line = theme.narrow_rows([{"usable_gib": at_x, "text": text}], "text", NARROW_LIMIT_COLUMNS)
     lbase = alt.Chart(alt.Data(values=line))
-    at = theme.gib(usable) / top_gib
+    at = at_x / top_gib
     # Vega puts a text's first line at y and the others below it: lift the lines above the plot
     up = line[0]["text_narrow"].count("\n") * LIMIT_LINE_PX
     long = (f"width * {1 - at:.4g} < ({theme.IS_NARROW} ? "
@@ -257,15 +265,19 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     name = gpu_name or gpu.get("name") or "GPU"
     rows = waterfall_rows(advice, peak_bytes=peak_bytes, usable_bytes=usable,
                           estimate=estimate, plan=plan, until_fits=until_fits, lang=lang)
-    ext = max([r["end_gib"] for r in rows] + [theme.gib(usable) if usable else 0, 1.0])
+    pool = bool(rows) and rows[0].get("unit") == "tokens"
+    words = axis_words(rows[0]["need"], lang) if pool else {}
+    line_at = rows[0]["need"] if pool else theme.gib(usable) if usable else 0
+    ext = max([r["end_gib"] for r in rows] + [line_at, 1.0])
     order = [r["step"] for r in rows]
     kinds = [k for k in KIND_COLORS if any(r["kind"] == k for r in rows)] or ["today"]
     y = alt.Y("step:N", sort=order, title=None,  # long step names end in "…" (tooltip: all)
               axis=alt.Axis(labelLimit=theme.when_narrow(NARROW_STEP_PX, 220), ticks=False,
                             domain=False))
-    x = alt.X("start_gib:Q", title=_t("Device memory at the peak (GiB per GPU)", lang),
-              scale=alt.Scale(domain=[0, round(ext * 1.55, 3)], nice=False),
-              axis=theme.gib_axis(titleAnchor="end"))
+    x = alt.X("start_gib:Q", title=words.get("x") or _t(
+        "Device memory at the peak (GiB per GPU)", lang), scale=alt.Scale(
+        domain=[0, round(ext * 1.55, 3)], nice=False), axis=alt.Axis(
+        titleAnchor="end", format=",d") if pool else theme.gib_axis(titleAnchor="end"))
     tooltip = [alt.Tooltip("step:N", title=_t("Change", lang)),
                alt.Tooltip("text:N", title=_t("Effect", lang)),
                alt.Tooltip("cost:N", title=_t("Cost", lang))]
@@ -280,14 +292,17 @@ def savings_waterfall_chart(advice: Mapping[str, Any], *, peak_bytes: int | None
     labels = base.mark_text(align="left", dx=5, limit={"expr": "max(40, width * 0.35 - 10)"}
                             ).encode(x="label_gib:Q", y=y, text="label:N", tooltip=tooltip)
     # the limit line first: bars and labels are drawn over it
-    layers = _limit_layers(usable, name, round(ext * 1.55, 3), lang) if usable else []
+    text = words.get("line") or _t("{gpu}: {size} GiB usable", lang).format(
+        gpu=name, size=f"{(usable or 0) / theme.GiB:,.1f}")
+    layers = _limit_layers(line_at, text, round(ext * 1.55, 3), lang) if line_at else []
     layers += [bars, labels]
     n = sum(r["kind"] in ("saving", "increase") for r in rows)
-    sub = (_t("{n} change(s); savings as the advisor estimates each one", lang).format(n=n)
+    sub = (words.get("sub") or _t("{n} change(s); savings as the advisor estimates each one",
+                                  lang).format(n=n)
            if plan is None else _t("one plan's changes applied in turn", lang))
-    return theme.finish(alt.layer(*layers),
-                        title_text=_t("From today's peak to what fits (GiB per GPU)", lang),
-                        subtitle=sub, width=width, height=max(2, len(rows)) * row_height)
+    return theme.finish(alt.layer(*layers), title_text=words.get("title") or _t(
+        "From today's peak to what fits (GiB per GPU)", lang),
+        subtitle=sub, width=width, height=max(2, len(rows)) * row_height)
 
 
 def waterfall_steps(rows: Iterable[Mapping[str, Any]]) -> list[str]:
