@@ -62,10 +62,11 @@ def _cost(c, total: bool = False) -> str:
     """The cost as the page and the report say it (report.words.cost_words: each transfer's
     bytes per step, link and time, compute, bubble, risk, job change, GPUs; `total`: a plan's
     whole traffic), then for more than one GPU the step and its GPU-seconds."""
+    from ..report.text import seconds
     from ..report.words import cost_words
     text = cost_words(c, total=total)
     if c.gpu_seconds is not None and c.gpus > 1:
-        text += f" · step {c.total_step_s:.2f} s = {c.gpu_seconds:.1f} GPU-s"
+        text += f" · step {seconds(c.total_step_s)} = {c.gpu_seconds:.1f} GPU-s"
     return text
 
 
