@@ -46,3 +46,30 @@ def test_the_rank_table_scrolls_in_its_own_box_on_a_phone():
     view = RanksView(State())
     assert "vp-ranks-body" in view.body._dom_classes
     assert ".vp-ranks-body, .vp-ranks-body > .widget-html-content" in CSS
+
+
+def test_a_serving_plan_shows_the_sequences_its_pool_holds_and_the_longest_request():
+    """Llama-3.1-70B bf16 on 2 x H100, TP 2, vLLM (issue 20.7): the KV pool holds 12,126
+    tokens (the estimate's serving section), so at the model's 131,072-token context 0
+    sequences run at once and the longest request is 12,096 (whole 16-token blocks whose
+    request bytes the pool holds: workloads/transformer/engine.longest_context, vLLM's
+    estimate_max_model_len). The figures read 'Max batch size none · batch 1 does not fit' and
+    'tokens that fit'; at seq_len 8,192: 1 sequence (12,126 // 8,192)."""
+    from vramplan.estimate import estimate
+    from vramplan.ui.widgets.verdict import verdict_html
+    plan = {"model": "meta-llama/Llama-3.1-70B", "task": "serve", "stack": "vllm",
+            "gpu": "nvidia-h100-sxm5-80gb", "parallel": {"tensor": 2, "gpus": 2}}
+    est = estimate(plan).to_dict()
+    assert est["serving"]["kv_pool_tokens"] == 12_126 and not est["serving"]["engine_starts"]
+    page = verdict_html(est)
+    assert "Max batch size" not in page and "batch 1 does not fit" not in page
+    assert ">Concurrent sequences<" in page and ">0<" in page
+    assert "of 131,072 tokens in the KV pool at once" in page
+    assert ">12,096<" in page and "tokens of one request the KV pool holds" in page
+    short = verdict_html(estimate({**plan, "seq_len": 8192}).to_dict())
+    assert ">1<" in short and "of 8,192 tokens in the KV pool at once" in short
+    with speaking("zh"):
+        assert "并发序列数" in verdict_html(est)
+    # a plan without an engine keeps its batch figure
+    gen = estimate({"model": "gpt2", "task": "generate", "gpu": "nvidia-l4"}).to_dict()
+    assert "Max batch size" in verdict_html(gen) and "Concurrent" not in verdict_html(gen)

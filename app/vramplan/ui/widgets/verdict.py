@@ -119,11 +119,26 @@ def verdict_html(est: Mapping[str, Any], usable_bytes: int | None = None,
     if ctx is not None:
         kpis.insert(4, (_("Longest context"), count(ctx) if ctx else _("none"),
                         _("tokens that fit"), ""))
+    serving = est.get("serving")
+    if serving and serving.get("concurrent_sequences") is not None:
+        kpis = kpis[:3] + _serving_kpis(serving) + kpis[-1:]   # the engine's words (20.7)
     cells = "".join(
         f"<div class='vp-kpi{cls}'>"
         f"<div class='vp-k'>{k}</div><div class='vp-v' title='{v}'>{v}</div>"
         f"<div class='vp-d'>{d}</div></div>" for k, v, d, cls in kpis)
     return f"<div class='vp-estimate'>{banner}<div class='vp-figs'>{cells}</div></div>"
+
+
+def _serving_kpis(serving: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
+    """A serving engine's capacity (estimate's `serving` section): the sequences of the chosen
+    context its KV pool holds at once, and the longest request it holds (was 'Max batch size
+    none, batch 1 does not fit' for vLLM's pool of 12,126 tokens under a 131,072 context)."""
+    ctx = count(serving.get("context_tokens") or 0)
+    longest = serving.get("longest_context_tokens")
+    return [(_("Concurrent sequences"), count(serving["concurrent_sequences"]),
+             _("of {n} tokens in the KV pool at once").format(n=ctx), ""),
+            (_("Longest context"), count(longest) if longest else _("none"),
+             _("tokens of one request the KV pool holds"), "")]
 
 
 def legend_html(components: Mapping[str, int]) -> str:
@@ -149,10 +164,10 @@ class EstimatePanel(W.VBox):
         self.status = W.HTML(layout=W.Layout(display="none"))
         self.chart = ChartPanel(self._chart, height=110, cls="vp-breakdown", static=self._svg)
         self.legend = L.html()
-        self.card = section(None, self.status, self.banner,
-                            L.html(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
-                                   "</div>"),
-                            self.chart, self.legend, cls="vp-estimate-card")
+        self.subtitle = L.html(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
+                               "</div>")
+        self.card = section(None, self.status, self.banner, self.subtitle, self.chart,
+                            self.legend, cls="vp-estimate-card")
         super().__init__([self.card])
         self.add_class("vp-estimate-panel")
         self._shown = None
@@ -179,6 +194,15 @@ class EstimatePanel(W.VBox):
         self.legend.value = legend_html(est["per_gpu"]["components"])
         self.chart.refresh()
         self.chart.show_static()
+
+    def snapshot(self) -> list[str]:
+        """The card's parts as HTML, in order (the page's first screen as plain HTML,
+        `first_screen.py`): the problem while the plan is stale, the verdict and figures,
+        the chart's title, the chart (static SVG until the widget exists) and the legend."""
+        status = [self.status.value] if self.status.layout.display != "none" else []
+        return [*status, self.banner.value, self.subtitle.value,
+                "<div class='vp-chart-panel vp-breakdown'><div class='vp-chart'>"
+                f"{self.chart.placeholder.value}</div></div>", self.legend.value]
 
     @property
     def is_stale(self) -> bool:
