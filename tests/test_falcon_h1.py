@@ -41,7 +41,11 @@ PUBLISHED = {
     # (0.5214B, +4.3%); their counts are checked against transformers' module below
     "tiiuae/Falcon-H1-1.5B-Deep-Instruct": (1.5e9, "the model's name (1.5B-Deep)"),
     "tiiuae/Falcon-H1-0.5B-Instruct": (0.5e9, "the model's name (0.5B)"),
+    # shaped from the transformers docs' table (their source says so): the Hub's totals
+    "tiiuae/Falcon-H1-1.5B-Instruct": (1.55e9, "Hub metadata: 1.55B params"),
+    "tiiuae/Falcon-H1-3B-Instruct": (3.1494e9, "Hub metadata: 3,149.4M params"),
 }
+DOC_SHAPED = ("tiiuae/Falcon-H1-1.5B-Instruct", "tiiuae/Falcon-H1-3B-Instruct")
 ENTRIES = json.loads((DATA_DIR / "hybrid_2025b.json").read_text())["models"]
 
 
@@ -56,7 +60,10 @@ def test_entries_say_where_their_config_came_from():
     for m in ENTRIES:
         assert m["source"].startswith("https://huggingface.co/" + m["id"] + "/blob/main/"
                                       "config.json (read from"), m["id"]
-        assert "github.com/NVIDIA-NeMo/Megatron-Bridge @" in m["source"], m["id"]
+        if m["id"] in DOC_SHAPED:
+            assert "docs/source/en/model_doc/falcon_h1.md" in m["source"], m["id"]
+        else:
+            assert "github.com/NVIDIA-NeMo/Megatron-Bridge @" in m["source"], m["id"]
 
 
 def test_7b_parameters_by_hand():
@@ -194,3 +201,20 @@ def test_estimate_agrees_with_the_real_module(model, task):
     if task == "train":
         assert real.rewrites["mamba2->mamba_ssm combined kernel"] == 4   # 2 layers x 2 steps
     assert abs(est.peak_allocated_bytes / real.peak_allocated_bytes - 1) < 0.05
+
+
+def test_3b_parameters_by_hand_and_the_base_aliases():
+    """Falcon-H1-3B (hidden 2560, 32 layers, 10 query heads x 128, 2 KV heads, Mamba2 32 heads
+    x 128 = d_ssm 4096, 1 group, state 256, conv 4, gated RMSNorm, SwiGLU 6144, vocabulary
+    65537 untied): attention 2 x 2560 x 1280 + 2 x 2560 x 256 = 7,864,320; Mamba2 in_proj
+    2560 x (4096 + 4608 + 32) = 22,364,160, conv 4608 x 4 + 4608 = 23,040, 3 x 32, norm 4096,
+    out_proj 4096 x 2560 = 10,485,760: 32,877,152; MLP 3 x 2560 x 6144 = 47,185,920; two norms
+    5,120: a layer 87,932,512, x 32 = 2,813,840,384; + 2 x 65537 x 2560 + 2560 =
+    3,149,392,384, the Hub's 3,149.4M to its 0.1M. The -Base names find the same entries."""
+    layer = 7_864_320 + 32_877_152 + 47_185_920 + 5_120
+    assert layer == 87_932_512
+    total = 32 * layer + 2 * 65537 * 2560 + 2560
+    assert get_model("tiiuae/Falcon-H1-3B-Instruct").param_count() == total == 3_149_392_384
+    assert abs(total - 3_149_400_000) < 50_000
+    for size in ("1.5B", "3B", "1.5B-Deep", "34B"):
+        assert get_model(f"tiiuae/Falcon-H1-{size}-Base").id == f"tiiuae/Falcon-H1-{size}-Instruct"
