@@ -210,3 +210,16 @@ def test_plan_line_says_a_size_only_model_as_people_do(capsys):
                "--gpu", "nvidia-h100-sxm5-80gb")
     assert out.splitlines()[0] == ("size-only decoder of 7B parameters · train on NVIDIA H100 "
                                    "SXM5 80GB (80.00 GiB)")
+
+
+def test_gpus_json_fills_usable_memory(capsys):
+    """The A40 has no driver-reported total in the database (usable_memory_bytes null): the
+    table's usable_gib 48.00 is its nominal 48 GiB, the figure the estimate uses; the JSON now
+    says it too (usable_bytes), for every device."""
+    import json
+    rows = json.loads(_run(capsys, "gpus", "--format", "json"))
+    a40 = next(r for r in rows if r["id"] == "nvidia-a40")
+    assert a40["usable_memory_bytes"] is None and a40["usable_bytes"] == 48 * GiB
+    h100 = next(r for r in rows if r["id"] == "nvidia-h100-sxm5-80gb")
+    assert h100["usable_bytes"] == h100["usable_memory_bytes"] == 85_520_809_984
+    assert all(isinstance(r["usable_bytes"], int) and r["usable_bytes"] > 0 for r in rows)

@@ -65,8 +65,9 @@ def run_list(args) -> int:
     devices = db.filter(vendor=args.vendor, min_memory=min_mem, min_bandwidth=min_bw)
     dtypes = dtypes_of(devices)
     headers = HEADERS + [dtype_header(k) for k in dtypes] + ["tdp_w"]
-    if args.format == "json":
-        emit(dump_json([d.to_dict() for d in devices]))
+    if args.format == "json":   # the entry, and the usable bytes the estimate uses (the
+        #                          driver's total where known, else nominal), as the table
+        emit(dump_json([{**d.to_dict(), "usable_bytes": int(d.usable_bytes)} for d in devices]))
     elif args.format == "csv":
         emit(to_csv([_row(d, dtypes) for d in devices], headers))
     else:
