@@ -73,3 +73,17 @@ def test_a_serving_plan_shows_the_sequences_its_pool_holds_and_the_longest_reque
     # a plan without an engine keeps its batch figure
     gen = estimate({"model": "gpt2", "task": "generate", "gpu": "nvidia-l4"}).to_dict()
     assert "Max batch size" in verdict_html(gen) and "Concurrent" not in verdict_html(gen)
+
+
+def test_the_verdict_line_says_a_vlm_sample_s_images():
+    """Qwen2.5-VL-7B LoRA with 2 images of 448 x 448 a sample read 'batch 1 × 2,048 tokens ·
+    bf16' on the verdict, the 512 image tokens (2 x (448/28)^2 = 2 x 256) and the vision
+    tower's work unsaid."""
+    sc = {"model": "Qwen/Qwen2.5-VL-7B-Instruct", "task": "lora", "batch_size": 1,
+          "seq_len": 2048, "precision": "bf16", "images": 2, "image_size": [448, 448]}
+    assert "batch 1 × 2,048 tokens, 2 images of 448×448 px · bf16" in task_summary(sc)
+    one = {**sc, "model": "google/gemma-3-4b-pt", "images": 1, "image_size": None}
+    assert "2,048 tokens, 1 image · bf16" in task_summary(one)
+    assert "image" not in task_summary({**sc, "images": 0, "image_size": None})
+    with speaking("zh"):
+        assert "2 张图像（448×448 像素）" in task_summary(sc)

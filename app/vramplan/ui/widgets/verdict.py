@@ -33,6 +33,15 @@ def layout_words(par: Mapping[str, Any]) -> str:
     return _(", ").join(parts)
 
 
+def images_words(n: int, image_size: Any = None) -> str:
+    """'2 images of 448×448 px' (the scenario's images / image_size, multimodal_keys.py)."""
+    words = _("1 image") if n == 1 else _("{n} images").format(n=count(n))
+    if image_size:
+        words = _("{images} of {size} px").format(images=words,
+                                                  size="×".join(str(x) for x in image_size))
+    return words
+
+
 def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
     """'meta-llama/Llama-3.1-8B · lora · batch 1 × 2,048 tokens · bf16' from the scenario
     (`batched`: the form has a batch for it)."""
@@ -50,6 +59,8 @@ def task_summary(sc: Mapping[str, Any], batched: bool = True) -> str:
         size += " + " + _("{n} new").format(n=count(sc["new_tokens"]))
     if sc.get("resolution"):
         size += (_(" at ") if size else "") + "×".join(str(x) for x in sc["resolution"])
+    if sc.get("images"):            # a VLM's sample: its images add tokens and a tower pass
+        size += ", " + images_words(sc["images"], sc.get("image_size"))
     if sc.get("frames") and sc["frames"] > 1:
         size += ", " + _("{n} frames").format(n=count(sc["frames"]))
     if sc.get("steps"):
@@ -167,8 +178,8 @@ class EstimatePanel(W.VBox):
         self.subtitle = L.html(f"<div class='vp-sub-title'>{_('Memory at the peak, per GPU')}"
                                "</div>")
         self.card = section(None, self.status, self.banner, self.subtitle, self.chart,
-                            self.legend, cls="vp-estimate-card")
-        super().__init__([self.card])
+                            self.legend, cls="vp-estimate-card", layout=L.shared("layout"))
+        super().__init__([self.card], layout=L.shared("layout"))
         self.add_class("vp-estimate-panel")
         self._shown = None
 
