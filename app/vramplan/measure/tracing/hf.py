@@ -24,12 +24,17 @@ indexes tokens by `nonzero()`, whose size depends on data a fake tensor does not
 gpt-oss has no SDPA path (attention sinks): transformers builds it eager, and the CUDA
 emulation runs the flash kernel with sinks its model card names (`linear_mixers.FlashSinks`);
 Mamba2 and Gated DeltaNet layers run their CUDA kernels' emulation (`linear_mixers.py`).
+A VLM with `images` runs whole (vlm.py: Qwen2-VL / 2.5-VL / 3-VL, Gemma 3): pixel values
+through its tower, the features spliced in at the image tokens; the data-dependent integer
+inputs (grid, token ids, M-RoPE positions, window order) are fake-tensor constants.
 
 The config is plain data (parsed by `vramplan.safejson` at the edges); remote code is never
 run (`trust_remote_code` is not passed; a `model_type` transformers does not know is refused).
 torch and transformers are imported when this module is imported: import it lazily.
 """
 from __future__ import annotations
+
+import copy
 
 import torch
 
@@ -74,7 +79,7 @@ def hf_config(config: dict):
         raise VramplanError(f"config.json: model_type '{mt}' is not in transformers "
                             f"{tf.__version__} (custom model code is never run: no "
                             f"trust_remote_code)")
-    rest = {k: v for k, v in config.items()
+    rest = {k: copy.deepcopy(v) for k, v in config.items()   # transformers rewrites nested
             if k not in ("model_type", "auto_map", "transformers_version", "architectures")}
     try:
         return tf.AutoConfig.for_model(mt, **rest)
@@ -124,10 +129,13 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
         auto = tf.AutoModelForSpeechSeq2Seq   # WhisperForConditionalGeneration
     if kind == "decoder" and isinstance(config.get("vision_config"), dict):
         auto = tf.AutoModelForImageTextToText   # a VLM: its towers built, fed text tokens
-    if kind == "tower":   # SiglipPreTrainedModel._init_weights' lecun_normal_ reads a value
+    if kind == "tower" or isinstance(config.get("vision_config"), dict):
+        # SiglipPreTrainedModel._init_weights' lecun_normal_ reads a value (also in a VLM)
         from transformers.initialization import no_init_weights   # (data-dependent under
         with no_init_weights():                                  # fake tensors): no init
-            return auto.from_config(c, dtype=torch.get_default_dtype())
+            model = auto.from_config(c, dtype=torch.get_default_dtype())
+        model.tie_weights()   # no_init_weights skips post_init's tying (Gemma 3: tied)
+        return model
     try:
         try:
             return auto.from_config(c, dtype=torch.get_default_dtype())  # the runner's dtype
@@ -210,6 +218,10 @@ def hf_job(config: dict, scn):
     if scn.checkpointing == "selective":
         raise ScenarioError("checkpointing", "transformers models offer none or full "
                                              "(gradient_checkpointing_enable); not selective")
+    images = int(getattr(scn, "images", None) or 0)
+    if images:
+        from . import vlm
+        vlm.check(config, scn)
     train = task in ("train", "lora")
     prec = scn.precision_for("default")
     b = int(scn.batch_size)
@@ -229,25 +241,33 @@ def hf_job(config: dict, scn):
             if apply_lora(model, lora.rank, lora.alpha, lora.targets) == 0:
                 raise ScenarioError("lora", f"no Linear named {', '.join(lora.targets)} in the "
                                             "traced model")
-        inputs, loss, fwd = _inputs_and_losses(kind, config, scn, model, b, vocab, labels)
         gen = ({"hf": True, "new_tokens": int(scn.new_tokens)} if task == "generate"
                else None)
+        if images:   # a VLM with its images: the whole model (vlm.py)
+            inputs, names = vlm.inputs(config, scn, model)
+            loss, fwd = vlm.calls(names)
+            if gen:
+                gen["prefill"] = vlm.prefill_kwargs(inputs, names)
+        else:
+            inputs, loss, fwd = _inputs_and_losses(kind, config, scn, model, b, vocab, labels)
         return Job(model, inputs, loss if train else fwd, task, prec,
-                   scn.optimizer if train else "none", generate=gen, notes=[
+                   scn.optimizer if train else "none", generate=gen,
+                   context=vlm.constants if images else None, notes=[
                        f"transformers {transformers().__version__} "
                        f"{type(model).__name__} built from its config (no weights)"])
     build.precision = prec
     return build
 
 
-def generate_steps(counter, model, ids, new_tokens: int, amp_ctx):
+def generate_steps(counter, model, ids, new_tokens: int, amp_ctx, prefill: dict | None = None):
     """Prefill and `new_tokens` decode steps as `model.generate` runs them (greedy, no_grad):
     the model builds its own cache (transformers 5.23 `DynamicCache(config=...)`: per-layer
     sliding-window, linear-attention and Mamba layers as the config says), each step appends
-    to it; the logits of the last position only (`logits_to_keep=1`)."""
+    to it; the logits of the last position only (`logits_to_keep=1`). `prefill`: a VLM's
+    images and their kwargs, given to the prefill (vlm.prefill_kwargs)."""
     counter.phase = "prefill"
     with torch.no_grad(), amp_ctx():
-        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1, **(prefill or {}))
         cache, nxt = out.past_key_values, out.logits[:, -1:].argmax(-1)
         del out
         counter.phase = "decode"

@@ -44,6 +44,7 @@ class Job:
     generate: dict | None = None    # {"new_tokens": n, "caches": fn(batch, length, dtype) -> list}
     lr: float = 1e-4
     notes: list = field(default_factory=list)
+    context: object = None          # a context manager factory the steps run in (vlm.py)
 
 
 def _get(cfg, *keys, default=None):

@@ -203,7 +203,7 @@ def run_job(job_fn, mode="fake", kernels="cuda", steps=2, timeline=True, on_step
         step_mod.train(train)
         recompute.RECOMPUTE_CONTEXT = (lambda: kernel_mode(kernels)) if kernels == "cuda" else None
         try:
-            with counter, km:
+            with counter, km, (job.context or contextlib.nullcontext)():
                 for step in range(1, steps + 1):
                     counter.step = step
                     if job.generate:
@@ -233,7 +233,8 @@ def _generate(counter, model, inputs, gen, amp_ctx, dtype):
     A transformers model (gen["hf"]) runs its own cache: hf.generate_steps."""
     if gen.get("hf"):
         from .hf import generate_steps
-        return generate_steps(counter, model, inputs[0], gen["new_tokens"], amp_ctx)
+        return generate_steps(counter, model, inputs[0], gen["new_tokens"], amp_ctx,
+                              gen.get("prefill"))
     ids = inputs[0]
     b, s = ids.shape
     n = gen["new_tokens"]
