@@ -87,3 +87,16 @@ def test_the_verdict_line_says_a_vlm_sample_s_images():
     assert "image" not in task_summary({**sc, "images": 0, "image_size": None})
     with speaking("zh"):
         assert "2 张图像（448×448 像素）" in task_summary(sc)
+
+
+def test_every_key_s_label_doc_and_unit_speak_chinese():
+    """The Chinese page showed 'Layers in host memory', "MoE layers' experts in host memory"
+    and their 'layers' placeholder in English on gpt-oss-20b generate (keys added for issue
+    21.5 without zh entries; the family walk of test_i18n.py opens no generate plan)."""
+    from vramplan import i18n
+    from vramplan.scenario.keys import KEYS
+    missing = [(k.name, attr, v) for k in KEYS for attr in ("label", "doc", "unit")
+               if isinstance(v := getattr(k, attr, None), str) and v.strip()
+               and not i18n.has(v, "zh")]
+    assert not missing, missing
+    assert i18n.gettext("Layers in host memory", "zh") == "放在主机内存的层数"
