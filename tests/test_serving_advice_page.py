@@ -29,11 +29,15 @@ def _page_rows(app) -> set[str]:
 
 
 def test_page_rows_are_the_cli_proposals(new_app, capsys):
+    """Every proposal once the panel shows all (it shows the first 8 single changes and 4
+    changes to the job, then a "Show all" button)."""
     app = new_app(lazy_chart=False)
     app.state.apply(SERVE_70B)
     for allow in (False, True):
         if allow:
             app.advisor.allow.value = True
+        if not app.advisor._all and app.advisor.more in app.advisor.changes.children:
+            app.advisor.more.click()
         got = _cli(capsys, allow)
         cli = {r["id"] for r in got["recommendations"] + got["job_changes"]}
         assert {"serve-max-model-len", "serve-kv-fp8", "serve-more-tp"} <= cli

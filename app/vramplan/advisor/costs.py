@@ -46,6 +46,8 @@ class Cost:
     notes: tuple = ()
     transfers: tuple = ()         # comm.Transfer.to_dict() of each collective: bytes, link, time
     bubble_share: float = 0.0     # pipeline bubble (p - 1) / m: idle step time, not more FLOPs
+    one_off: str = ""             # a cost paid once per job, not per step (compile time)
+    uncertain: bool = False       # the saving depends on the stack (costs.toml `uncertain`)
 
     @property
     def time_share(self) -> float:
@@ -77,7 +79,8 @@ class Cost:
         rk = table()["ranking"]
         return (self.compute_share + self.bubble_share + self.time_share
                 + rk["risk_weight"][self.accuracy_risk]
-                + (rk["job_change_weight"] if self.changes_job else 0.0))
+                + (rk["job_change_weight"] if self.changes_job else 0.0)
+                + (rk["uncertain_weight"] if self.uncertain else 0.0))
 
     def __add__(self, other: "Cost") -> "Cost":
         risk = max(self.accuracy_risk, other.accuracy_risk, key=RISKS.index)
@@ -91,7 +94,9 @@ class Cost:
                     tuple(dict.fromkeys(self.sources + other.sources)),
                     tuple(dict.fromkeys(self.notes + other.notes)),
                     self.transfers + other.transfers,
-                    self.bubble_share + other.bubble_share)
+                    self.bubble_share + other.bubble_share,
+                    "; ".join(x for x in (self.one_off, other.one_off) if x),
+                    self.uncertain or other.uncertain)
 
     def to_dict(self) -> dict:
         return {"compute_share": round(self.compute_share, 4),
@@ -106,6 +111,7 @@ class Cost:
                 round(self.gpu_seconds, 6),
                 "changes_job": self.changes_job, "gpus": self.gpus,
                 "score": round(self.score, 4), "notes": list(self.notes),
+                "one_off": self.one_off, "uncertain": self.uncertain,
                 "transfers": [dict(t) for t in self.transfers]}
 
 
@@ -115,7 +121,8 @@ def of(cid: str, **kw) -> Cost:
     c = Cost(compute_share=float(e.get("compute_share", 0.0)),
              accuracy_risk=e.get("accuracy_risk", "none"),
              changes_job=cid == "job-change", sources=(f"{cid}: {e['source']}",),
-             notes=((e["note"],) if e.get("note") else ()))
+             notes=((e["note"],) if e.get("note") else ()),
+             one_off=e.get("one_off", ""), uncertain=bool(e.get("uncertain", False)))
     return replace(c, **kw) if kw else c
 
 

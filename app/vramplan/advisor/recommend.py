@@ -159,6 +159,19 @@ def recommend(ctx: Ctx, levers=LEVERS + SERVING_LEVERS) -> list[Recommendation]:
     out = with_engine_gains(ctx, out)     # serving proposals: the engine before -> after
     out = [r for r in out if not any(_dominates(o, r) for o in out if o is not r)]
     out.sort(key=lambda r: (-r.ratio, -r.benefit_bytes, r.id))
+    return after_certain(out)
+
+
+def after_certain(recs: list) -> list:
+    """`recs` with every change whose saving is uncertain (it depends on the stack:
+    torch.compile) moved after each certain change that costs no more (score)."""
+    out = list(recs)
+    for u in [r for r in recs if r.cost.uncertain]:
+        i = out.index(u)
+        last = max((j for j, r in enumerate(out) if not r.cost.uncertain and
+                    r.cost.score <= u.cost.score), default=-1)
+        if last > i:
+            out.insert(last, out.pop(i))
     return out
 
 

@@ -21,7 +21,8 @@ NARROW_LIMIT_COLUMNS = 26  # the usable-memory line's text a line there
 LIMIT_LINE_PX = 13         # its line height
 LABEL_CHARS = 44          # a bar's label past this is cut with "…" (the tooltip has it all)
 NO_COST = "no extra compute or traffic"      # a change whose every cost figure is nil
-ADVISOR_COST_KEYS = ("compute_share", "bubble_share", "time_share", "accuracy_risk", "changes_job", "score")
+ADVISOR_COST_KEYS = ("compute_share", "bubble_share", "time_share", "accuracy_risk", "changes_job",
+                     "score", "one_off", "uncertain")
 
 
 def _pct(v: float) -> str:
@@ -59,6 +60,10 @@ def cost_text(cost: Any, lang: str = "en") -> str:
         parts.append(_t("changes the job", lang))
     if theme.finite(c.get("gpus")) and c["gpus"] > 1:
         parts.append(_t("{n} GPUs", lang).format(n=int(c["gpus"])))
+    if c.get("one_off"):
+        parts.append(_t(str(c["one_off"]), lang))
+    if c.get("uncertain"):
+        parts.append(_t("the saving depends on the stack", lang))
     return " · ".join(parts) or _t(NO_COST, lang)
 
 

@@ -18,6 +18,8 @@ from .section import section
 from ..state.text import gib, message_html, size
 
 PLANS = 3
+SHOWN = 8        # single changes shown before "Show all" (the JSON and the CLI keep every one)
+JOBS_SHOWN = 4   # changes to the job shown before it
 _e = html.escape
 
 
@@ -68,6 +70,10 @@ class AdvisorPanel(W.VBox):
             "Plans may change the job (LoRA, 8-bit optimizers, a shorter context)"))
         self.allow.add_class("vp-allow")            # its whole label, wrapped (not cut off)
         self.allow.observe(self._allow, "value")
+        self.more = L.button()                      # "Show all N changes" / "Show fewer"
+        self.more.add_class("vp-more")
+        self.more.on_click(self._toggle_all)
+        self._all = False
         self.card = section(_("What to change"), self.status, self.allow, self.plans,
                             self.changes, cls="vp-advisor")
         super().__init__([self.card])
@@ -92,8 +98,14 @@ class AdvisorPanel(W.VBox):
             return
         if self._shown is st.advice:
             return
-        self._shown = st.advice
+        self._shown, self._all = st.advice, False
         self._show(st.advice)
+
+    def _toggle_all(self, _button=None) -> None:
+        """Every single change and change to the job, or the first SHOWN / JOBS_SHOWN."""
+        self._all = not self._all
+        if self._shown is not None:
+            self._show(self._shown)
 
     def _allow(self, change) -> None:
         """The toggle: ask the advisor again, with or without changes to the job."""
@@ -182,7 +194,11 @@ class AdvisorPanel(W.VBox):
             self.plans.children = cards
         self.plans.layout.display = "" if cards else "none"
         rows = []
-        recs = list(adv.recommendations)      # what `vramplan advise` lists, all of it
+        recs = list(adv.recommendations)      # what `vramplan advise` lists, best first
+        jobs = list(getattr(adv, "job_changes", ()))
+        hidden = max(0, len(recs) - SHOWN) + max(0, len(jobs) - JOBS_SHOWN)
+        if not self._all:
+            recs, jobs = recs[:SHOWN], jobs[:JOBS_SHOWN]
         if recs:
             rows.append(self._subtitle)
         for i, r in enumerate(recs):
@@ -190,13 +206,17 @@ class AdvisorPanel(W.VBox):
             row.children[0].value = change_html(r, r.estimate.fits)
             self._apply_button(row.children[1], r)
             rows.append(row)
-        rows += self._job_rows(adv, len(recs))
+        rows += self._job_rows(jobs, len(recs))
+        if hidden:
+            every = len(adv.recommendations) + len(getattr(adv, "job_changes", ()))
+            self.more.description = _("Show fewer changes") if self._all else _(
+                "Show all {n} changes ({m} more)").format(n=every, m=hidden)
+            rows.append(self.more)
         if tuple(rows) != self.changes.children:
             self.changes.children = rows
 
-    def _job_rows(self, adv, start: int) -> list:
+    def _job_rows(self, jobs: list, start: int) -> list:
         """The changes that change the job, apart, each with its accuracy risk."""
-        jobs = list(getattr(adv, "job_changes", ()))
         out = [self._job_title] if jobs else []
         for i, r in enumerate(jobs, start):
             row = self._row(i)
@@ -211,5 +231,6 @@ class AdvisorPanel(W.VBox):
         for card in self.plans.children:
             out.append(card.children[0].value)
         for row in self.changes.children:
-            out.append(row.value if isinstance(row, W.HTML) else row.children[0].value)
+            out.append(row.value if isinstance(row, W.HTML) else row.description
+                       if isinstance(row, W.Button) else row.children[0].value)
         return "".join(out)
