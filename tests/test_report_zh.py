@@ -76,3 +76,20 @@ def test_tiled_mlp_label():
     from vramplan.ui.state.text import label_of
     assert label_of("tiled-mlp") == "Tiled MLP"        # was 'Tiled mlp'
     assert gettext("Tiled MLP", "zh") == "分块 MLP"
+
+
+def test_html_report_charts_speak_chinese():
+    """The savings chart's bars named each change in English (the tables above in Chinese),
+    and the cost words' compile note, the serve chart's axis and title stayed English."""
+    import html as h
+    train = report({"model": "meta-llama/Llama-3.1-8B", "task": "train", "batch_size": 4,
+                    "seq_len": 4096, "precision": "bf16-mixed", "gpu": "nvidia-rtx-4090"},
+                   fmt="html", lang="zh")
+    text = h.unescape(re.sub(r"<[^>]+>", " ", train.split("来源")[0]))
+    assert "selective activation checkpointing" not in text
+    assert "compile time once per job" not in text and "选择性激活检查点" in text
+    serve = report({"model": "meta-llama/Llama-3.1-70B", "task": "serve", "precision": "bf16",
+                    "parallel": {"gpus": 2, "tensor": 2}, "gpu": "nvidia-h100-sxm5-80gb"},
+                   fmt="html", lang="zh")
+    assert "KV pool (tokens the engine holds)" not in h.unescape(serve)
+    assert "KV 池（引擎容纳的 token 数）" in h.unescape(serve)
