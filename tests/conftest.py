@@ -74,3 +74,23 @@ def kernel_loop(monkeypatch):
     loop = FakeLoop()
     monkeypatch.setattr(jobs, "kernel", lambda: types.SimpleNamespace(io_loop=loop))
     return loop
+
+
+@pytest.fixture
+def scenario_passes(monkeypatch):
+    """`scenario_passes()` counts, from then on, every run of the whole scenario pass:
+    `Scenario.from_dict` (what `resolve`, `replace` and `from_query` call, each pass of
+    `replace`'s dropping loop included). It returns the list of what each run was given (a
+    copy of each dict), which grows as the test goes on."""
+    from vramplan.scenario import Scenario
+
+    def start() -> list:
+        calls: list = []
+        orig = Scenario.from_dict.__func__
+
+        def from_dict(cls, d, **kw):
+            calls.append(dict(d) if isinstance(d, dict) else d)
+            return orig(cls, d, **kw)
+        monkeypatch.setattr(Scenario, "from_dict", classmethod(from_dict))
+        return calls
+    return start

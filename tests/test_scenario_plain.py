@@ -142,11 +142,8 @@ def test_only_the_rows_that_say_so_are_probed():
     assert plain_probe(sc, "new_tokens") is None
 
 
-def test_the_searches_check_their_ends_without_the_pass(monkeypatch):
-    calls = []
-    orig = Scenario.from_dict.__func__
-    monkeypatch.setattr(Scenario, "from_dict", classmethod(
-        lambda cls, d, **kw: calls.append(d) or orig(cls, d, **kw)))
+def test_the_searches_check_their_ends_without_the_pass(scenario_passes):
+    calls = scenario_passes()
     sc = resolve({"model": LLAMA, "task": "generate"}, H100)
     var = Variants(sc, "batch_size", (1, 1 << 20), grow=True, lazy=True)
     assert var.get(1).batch_size == 1 and var.get(2).batch_size == 2

@@ -92,20 +92,7 @@ def test_the_sweep_uses_the_one_copy():
     assert grid.with_batch is variants.with_batch
 
 
-def _counting(monkeypatch) -> list:
-    """Every run of the whole pass: `Scenario.from_dict` (what `resolve`, `replace` and
-    `from_query` call, each pass of `replace`'s dropping loop included)."""
-    calls: list = []
-    orig = Scenario.from_dict.__func__
-
-    def from_dict(cls, d, **kw):
-        calls.append(dict(d) if isinstance(d, dict) else d)
-        return orig(cls, d, **kw)
-    monkeypatch.setattr(Scenario, "from_dict", classmethod(from_dict))
-    return calls
-
-
-def test_one_page_edit_runs_the_pass_once(monkeypatch):
+def test_one_page_edit_runs_the_pass_once(monkeypatch, scenario_passes):
     # the default page: LoRA on Llama-3.1-8B on an H100; the edit: batch_size 2. The passes:
     # 1 the form's (the draft -> form fields, errors and the scenario estimated);
     # 0 the share link's (scenario/query.py to_query writes the given keys; before: 2, the
@@ -115,7 +102,7 @@ def test_one_page_edit_runs_the_pass_once(monkeypatch):
     #   (`variants.plain_probe`; before: the pass at both), and every probe between (batch 2,
     #   the secant guess, guess + 1) changes the field alone. Before any of it: 7 passes
     st = S.PlanState(gpu=H100)
-    calls = _counting(monkeypatch)
+    calls = scenario_passes()
     probes = []
     figures = E._figures
     monkeypatch.setattr(E, "_figures", lambda sc, dev, spec: probes.append(sc.batch_size)
@@ -126,7 +113,7 @@ def test_one_page_edit_runs_the_pass_once(monkeypatch):
     assert len(probes) >= 4      # the plan itself, then 1, 2, ... all by the field
 
 
-def test_a_generate_estimate_runs_no_pass(monkeypatch):
+def test_a_generate_estimate_runs_no_pass(scenario_passes):
     # generate on Llama-3.1-8B, batch 8, on an H100: the max batch search checks its ends (1,
     # 2**20) by batch_size's row (no rule between keys reads it); the longest context search
     # its cap 2**24 (refused: beyond the 131072 positions, by the same check as the pass's,
@@ -136,7 +123,7 @@ def test_a_generate_estimate_runs_no_pass(monkeypatch):
     # row). A plan where the rows cannot tell (serve's couplings, an encoder-decoder's
     # target_len, a refusal naming images) still runs the pass at those probes
     sc = resolve({"model": LLAMA, "task": "generate", "batch_size": 8}, H100)
-    calls = _counting(monkeypatch)
+    calls = scenario_passes()
     est = E.estimate(sc, get_gpu(H100))
     assert calls == []
     assert est.max_context == 31077 and est.max_batch_size == 485

@@ -85,32 +85,31 @@ def test_transformers_gelu_new_keeps_three_more_tensors_per_mlp():
     assert new.components["activations"] - old.components["activations"] == 2 * 3 * tensor
 
 
-def test_config_without_model_type_is_refused(tmp_path, capsys):
+def hf_config_error(tmp_path, capsys, text: str) -> str:
+    """`vramplan trace --hf-config` on a config.json holding `text`: it exits 2 with one
+    error line (no traceback), returned."""
     f = tmp_path / "config.json"
-    f.write_text(json.dumps({"n_embd": 8}))
+    f.write_text(text)
     rc, _, err = run(capsys, "trace", "--hf-config", str(f))
     assert rc == 2
-    assert "no 'model_type'" in one_error(err)
+    return one_error(err)
+
+
+def test_config_without_model_type_is_refused(tmp_path, capsys):
+    assert "no 'model_type'" in hf_config_error(tmp_path, capsys, json.dumps({"n_embd": 8}))
 
 
 def test_unknown_model_type_is_never_remote_code(tmp_path, capsys):
     _need("transformers")
-    f = tmp_path / "config.json"
-    f.write_text(json.dumps({"model_type": "my-private-net", "auto_map": {"AutoModel": "x.Y"},
-                             "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
-                             "num_attention_heads": 4, "intermediate_size": 128}))
-    rc, _, err = run(capsys, "trace", "--hf-config", str(f))
-    assert rc == 2
-    line = one_error(err)
+    line = hf_config_error(tmp_path, capsys, json.dumps({
+        "model_type": "my-private-net", "auto_map": {"AutoModel": "x.Y"}, "hidden_size": 64,
+        "num_hidden_layers": 2, "vocab_size": 100, "num_attention_heads": 4,
+        "intermediate_size": 128}))
     assert "'my-private-net'" in line and "trust_remote_code" in line
 
 
 def test_config_that_is_not_json(tmp_path, capsys):
-    f = tmp_path / "config.json"
-    f.write_text("model_type = 'gpt2'")
-    rc, _, err = run(capsys, "trace", "--hf-config", str(f))
-    assert rc == 2
-    assert "not JSON" in one_error(err)
+    assert "not JSON" in hf_config_error(tmp_path, capsys, "model_type = 'gpt2'")
 
 
 def test_cli_hf_config_json(tmp_path, capsys):

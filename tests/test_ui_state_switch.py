@@ -5,24 +5,12 @@ Before: three (form.fields of the draft, `without_refused`'s pass, the commit's)
 from __future__ import annotations
 
 from vramplan.estimate import estimate
-from vramplan.scenario import Scenario
 from vramplan.scenario.resolution import Resolution
 from vramplan.ui.state import state as S
 from vramplan.ui.state.state import PlanState
 
 H100 = "nvidia-h100-sxm5-80gb"
 LLAMA = "meta-llama/Llama-3.1-8B"
-
-
-def _counting(monkeypatch) -> list:
-    calls: list = []
-    orig = Scenario.from_dict.__func__
-
-    def from_dict(cls, d, **kw):
-        calls.append(dict(d) if isinstance(d, dict) else d)
-        return orig(cls, d, **kw)
-    monkeypatch.setattr(Scenario, "from_dict", classmethod(from_dict))
-    return calls
 
 
 def _no_probes(monkeypatch):
@@ -32,10 +20,10 @@ def _no_probes(monkeypatch):
                                                                      with_max_batch=False))
 
 
-def test_a_switch_within_the_family_runs_the_pass_once(monkeypatch):
+def test_a_switch_within_the_family_runs_the_pass_once(monkeypatch, scenario_passes):
     st = PlanState(draft={"model": "gpt2", "task": "lora", "batch_size": 8, "seq_len": 1024},
                    gpu=H100)
-    calls = _counting(monkeypatch)
+    calls = scenario_passes()
     _no_probes(monkeypatch)
     st.set_model("gpt2-medium")
     # gpt2-medium takes every entry (1024 positions, like gpt2): nothing goes, one pass
@@ -45,13 +33,13 @@ def test_a_switch_within_the_family_runs_the_pass_once(monkeypatch):
     assert st.scenario.model == "gpt2-medium" and not st.errors
 
 
-def test_a_switch_that_drops_entries_passes_once_per_round(monkeypatch):
+def test_a_switch_that_drops_entries_passes_once_per_round(monkeypatch, scenario_passes):
     # Llama -> gpt2: seq_len 8192 (gpt2: 1024 positions) and the LoRA target gate_proj go,
     # one round each (each is a rule between keys, and the pass names the first it meets)
     st = PlanState(gpu=H100)
     st.apply({"model": LLAMA, "task": "lora", "seq_len": 8192, "batch_size": 4,
               "lora": {"rank": 16, "targets": ["q_proj", "gate_proj"]}})
-    calls = _counting(monkeypatch)
+    calls = scenario_passes()
     _no_probes(monkeypatch)
     st.set_model("gpt2")
     assert st.draft == {"model": "gpt2", "task": "lora", "batch_size": 4, "lora": {"rank": 16}}
