@@ -47,8 +47,11 @@ def gpu_table(ctx, recs, limit_of) -> list[dict]:
         except ScenarioError:
             continue
         need = _needs(r)
+        moves = "offload" in r.changes      # to CPU memory: on unified memory, the same bytes
         for i in np.flatnonzero(pt.holds(limit) & ~fit0):
             i = int(i)
+            if moves and getattr(eng.devices[i], "unified_memory", False):
+                continue
             if i not in best and _ok_on(eng.traits[i], need):
                 best[i] = (r, int(pt.used[i]))
     rows = []

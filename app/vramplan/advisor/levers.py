@@ -78,8 +78,11 @@ def _option(name, title, when=lambda c: True):
 
 
 def _offload(name, title, extra=lambda c: {}, when=lambda c: True):
+    """An offload lever; none on a unified-memory device (Apple, DGX Spark, Ryzen AI Max):
+    its CPU memory is the GPU's memory, so what is offloaded still takes the same bytes."""
     def make(ctx):
-        ch = _add(ctx, "offload", name) if when(ctx) else None
+        unified = bool(getattr(ctx.dev, "unified_memory", False))
+        ch = _add(ctx, "offload", name) if when(ctx) and not unified else None
         return (title, {**ch, **extra(ctx)}) if ch else None
     return make
 
