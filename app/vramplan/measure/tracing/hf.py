@@ -50,6 +50,10 @@ VISION_TYPES = ("vit", "deit", "beit", "swin", "swinv2", "convnext", "convnextv2
 VISION_TOWERS = ("siglip_vision_model", "clip_vision_model")
 """a VLM's vision tower on its own (AutoModel: SiglipVisionModel, CLIPVisionModel), run
 forward on pixel_values: its last hidden state is what the VLM's projector reads"""
+BACKBONES = ("dinov2", "dinov2_with_registers", "dinov3_vit")
+"""self-supervised backbones published without a classifier (facebook/dinov2-base's
+architectures: ["Dinov2Model"]): a config without num_labels / id2label is built as the tower
+(AutoModel: Dinov2Model, DINOv3ViTModel), one with them as the classifier"""
 
 
 def transformers():
@@ -91,6 +95,8 @@ def hf_config(config: dict):
 def kind_of(config: dict) -> str:
     """decoder / encoder / encoder-decoder (the catalog's reading of the config) or vision."""
     mt = _check(config)
+    if mt in BACKBONES and "num_labels" not in config and "id2label" not in config:
+        return "tower"
     if mt in VISION_TYPES:
         return "vision"
     if mt in VISION_TOWERS:
@@ -129,8 +135,10 @@ def build_model(config: dict, kind: str, attention: str = "sdpa", grouped: bool 
         auto = tf.AutoModelForSpeechSeq2Seq   # WhisperForConditionalGeneration
     if kind == "decoder" and isinstance(config.get("vision_config"), dict):
         auto = tf.AutoModelForImageTextToText   # a VLM: its towers built, fed text tokens
-    if kind == "tower" or isinstance(config.get("vision_config"), dict):
-        # SiglipPreTrainedModel._init_weights' lecun_normal_ reads a value (also in a VLM)
+    if kind == "tower" or isinstance(config.get("vision_config"), dict) or \
+            config.get("model_type") in BACKBONES:
+        # SiglipPreTrainedModel._init_weights' lecun_normal_ and Dinov2PreTrainedModel's
+        # trunc_normal_ read values (also in a VLM)
         from transformers.initialization import no_init_weights   # (data-dependent under
         with no_init_weights():                                  # fake tensors): no init
             model = auto.from_config(c, dtype=torch.get_default_dtype())
