@@ -31,6 +31,7 @@ from vramplan.catalog import list_models
 from vramplan.errors import ScenarioError, VramplanError
 from vramplan.estimate import MAX_BATCH_CAP, estimate
 from vramplan.scenario import OFFLOAD, OPTIONS
+from vramplan.workloads.registry import family_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 GPUS = ["nvidia-rtx-2060-super", "nvidia-rtx-3060-12gb", "nvidia-rtx-4090", "nvidia-t4",
@@ -107,12 +108,7 @@ def common(draw, task):
 
 @st.composite
 def transformer_scenario(draw, family):
-    tasks = ["train", "lora", "qlora", "forward", "load"]
-    if family != "encoder":
-        tasks.append("generate")
-    if family == "decoder":
-        tasks.append("serve")
-    task = draw(st.sampled_from(tasks))
+    task = draw(st.sampled_from(family_tasks(family)))   # the workload registry's table
     d = draw(common(task))
     d["model"] = draw(st.sampled_from(models(family)))
     d["precision"] = draw(precision_for(task))

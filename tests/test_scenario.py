@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from vramplan.catalog import get_model
 from vramplan.errors import ScenarioError, VramplanError
 from vramplan.scenario import (OFFLOAD, OPTIONS, Scenario, load_scenarios)
+from vramplan.workloads.registry import family_tasks
 
 DATA = Path(__file__).parent / "data"
 CASES = [json.loads(line) for line in (DATA / "public_cases.jsonl").read_text().splitlines()
@@ -205,12 +206,7 @@ MODELS = ["meta-llama/Llama-2-7b-hf", "gpt2", "bert-base-uncased", "t5-small",
 def scenarios(draw):
     model = draw(st.sampled_from(MODELS))
     fam = get_model(model).family
-    tasks = ["train", "lora", "qlora", "forward", "load"]
-    if fam != "encoder":
-        tasks.append("generate")
-    if fam == "decoder":
-        tasks.append("serve")
-    task = draw(st.sampled_from(tasks))
+    task = draw(st.sampled_from(family_tasks(fam)))   # the workload registry's table
     d = {"model": model, "task": task}
     small = st.integers(1, 64)
     if draw(st.booleans()):
