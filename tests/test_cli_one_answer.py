@@ -223,3 +223,9 @@ def test_gpus_json_fills_usable_memory(capsys):
     h100 = next(r for r in rows if r["id"] == "nvidia-h100-sxm5-80gb")
     assert h100["usable_bytes"] == h100["usable_memory_bytes"] == 85_520_809_984
     assert all(isinstance(r["usable_bytes"], int) and r["usable_bytes"] > 0 for r in rows)
+
+
+def test_sweep_gpus_needed_says_its_limit(capsys):
+    out = _run(capsys, "sweep", *VIT_L, "--gpus-needed", "--vary", "gpu=nvidia-rtx-4090",
+               "--headroom", "5%")
+    assert out.splitlines()[-1] == "memory limit: usable memory - safety margin 5% of usable"

@@ -66,7 +66,7 @@ def run(a) -> int:
                                 f"{', '.join(others)}")
         ids = parse_values("gpu", axes["gpu"]) if "gpu" in axes else None
         rows = gpus_needed(sc, ids)
-        emit(_needed(rows, a.format))
+        emit(_needed(rows, a.format) + ("\n\n" + _limit_said(sc) if a.format == "table" else ""))
         return 0
     if not axes:
         raise VramplanError("give at least one --vary KEY=VALUES (e.g. --vary batch_size=1..64 "
