@@ -4,7 +4,8 @@
 
 For every entry of `benchmarks/configs/real_modules.json` (>= 40 models: decoder, MoE, MLA,
 hybrid, their generate runs, encoder, encoder-decoder (T5, Whisper), CNN, ViT, a VLM's vision
-tower, segmentation, U-Net, DiT, VAE; each config with its
+tower, whole VLMs with their images (Qwen2.5-VL, Qwen3-VL, Gemma 3: measure/tracing/vlm.py,
+the data-dependent integer inputs as constants), segmentation, U-Net, DiT, VAE; each config with its
 source) it computes `vramplan.estimate.estimate(scenario)` and traces the module people run
 (transformers / torchvision / timm / diffusers, built from the config with no weights, under
 fake tensors with the CUDA kernels emulated: `vramplan.measure.trace.trace_real`), and writes a
@@ -37,7 +38,8 @@ from vramplan.measure import trace  # noqa: E402
 
 GPU = "nvidia-h100-sxm5-80gb"
 FAMILIES = ("decoder", "moe", "mla", "hybrid", "decoder-generate", "moe-generate",
-            "hybrid-generate", "encoder", "encoder-decoder", "cnn", "vit", "vision-tower", "detection",
+            "hybrid-generate", "vlm", "vlm-generate", "encoder", "encoder-decoder", "cnn", "vit",
+            "vision-tower", "detection",
             "segmentation", "unet", "dit", "vae")
 BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2}
 
@@ -149,7 +151,7 @@ def summary(rows) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated ids")
-    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02d.md"))
+    ap.add_argument("--out", default=str(ROOT / "results" / "real-modules-2026-12-02e.md"))
     ap.add_argument("--reuse", metavar="JSON", help="rows of an earlier run (its .json): "
                     "models traced there are not traced again")
     args = ap.parse_args(argv)
