@@ -229,3 +229,14 @@ def test_sweep_gpus_needed_says_its_limit(capsys):
     out = _run(capsys, "sweep", *VIT_L, "--gpus-needed", "--vary", "gpu=nvidia-rtx-4090",
                "--headroom", "5%")
     assert out.splitlines()[-1] == "memory limit: usable memory - safety margin 5% of usable"
+
+
+def test_advise_plans_each_say_their_gpu_seconds(capsys):
+    """Plans rank by GPU-seconds per step (issue 20.5): every plan row says its own, the
+    one-GPU plans too (before: only plans on more than one GPU)."""
+    out = _run(capsys, "advise", "--model", "gpt2", "--task", "train", "--batch-size", "64",
+               "--gpu", "nvidia-t4", "--safety-margin", "5%", "--no-gpu-table")
+    plans = out.split("plans that fit within the memory limit")[1].split("\n\n")[0]
+    rows = [ln for ln in plans.splitlines()[3:] if ln.strip()]
+    secs = [float(re.search(r"= ([0-9.,]+) GPU-s", ln).group(1).replace(",", "")) for ln in rows]
+    assert rows and len(secs) == len(rows) and any(ln.split()[1] == "1" for ln in rows)

@@ -65,7 +65,7 @@ def _cost(c, total: bool = False) -> str:
     from ..report.text import seconds
     from ..report.words import cost_words
     text = cost_words(c, total=total)
-    if c.gpu_seconds is not None and c.gpus > 1:
+    if c.gpu_seconds is not None and (c.gpus > 1 or total):   # plans rank by GPU-seconds
         text += f" · step {seconds(c.total_step_s)} = {c.gpu_seconds:.1f} GPU-s"
     return text
 
