@@ -57,7 +57,7 @@ def test_record_apply_describe(calfile):
     assert live == pg["peak_allocated_bytes"]
     assert pg["components"]["allocator_slack"] == pg["peak_reserved_bytes"] - pg["peak_allocated_bytes"]
     assert out["headroom_bytes"] == pytest.approx((79.6 - 43.0) * GiB, rel=1e-6)
-    assert C.describe(est()) == "estimate 41.2 GiB, measured 43.0 GiB on this GPU, calibrated 43.0 GiB"
+    assert C.describe(est()) == "estimate 41.20 GiB, measured 43.00 GiB on this GPU, calibrated 43.00 GiB"
 
 
 def test_other_software_falls_back_to_same_gpu_and_median(calfile):

@@ -70,7 +70,7 @@ def test_numbers_are_the_json_files_numbers(db):
     out = C.apply(est())
     assert out["per_gpu"]["device_used_bytes"] == int(round(40 * GiB * 1.075))
     assert out["headroom_bytes"] == pytest.approx((79.6 - 43.0) * GiB, abs=2)   # 79.6 usable
-    assert C.describe(est()) == "estimate 40.0 GiB, measured 42.0 GiB on this GPU, calibrated 43.0 GiB"
+    assert C.describe(est()) == "estimate 40.00 GiB, measured 42.00 GiB on this GPU, calibrated 43.00 GiB"
     old = C.load()
     k = C.key(H100, SOFT)
     assert list(old["entries"]) == [k] and len(old["entries"][k]["samples"]) == 2
@@ -118,7 +118,7 @@ def test_old_json_named_by_the_env_var_still_opens_read_only(tmp_path, monkeypat
     monkeypatch.setenv("VRAMPLAN_CALIBRATION", str(f))
     assert C.factors(H100, SOFT) == {"device_used_bytes": pytest.approx(1.075)}
     assert C.apply(est())["per_gpu"]["device_used_bytes"] == int(round(40 * GiB * 1.075))
-    assert "measured 44.0 GiB" in C.describe(est())
+    assert "measured 44.00 GiB" in C.describe(est())
     st = C.status()
     assert st["mode"] == "read-only" and st["samples"] == 2 and "import" in st["notice"]
     with pytest.raises(VramplanError, match=f"calibration file {f} is JSON.*calibration import"):

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ...errors import VramplanError
 from ...result import MemoryReport
+from ...units import format_size
 from ...vocab import COMPONENTS
 from . import files, store
 
@@ -238,12 +239,13 @@ def _plain(v):
 
 def describe(estimate, gpu_id: str | None = None, software: dict | None = None,
              file: str | Path | None = None, quantity: str = "device_used_bytes") -> str:
-    """'estimate 41.2 GiB, measured 43.0 GiB on this GPU, calibrated 43.1 GiB' (then the
-    store's notice, when it is read only or in memory)."""
+    """'estimate 41.20 GiB, measured 43.00 GiB on this GPU, calibrated 43.10 GiB' (sizes as
+    every text writes them, `units.format_size`; then the store's notice, when it is read only
+    or in memory)."""
     estimate = _json(estimate)
     gpu_id = gpu_id or (estimate.get("gpu") or {}).get("id")
     est = estimate["per_gpu"][quantity]
-    parts = [f"estimate {est / GiB:.1f} GiB"]
+    parts = [f"estimate {format_size(est)}"]
     measured = None
     if gpu_id:
         scn = _plain(estimate.get("scenario"))
@@ -251,10 +253,10 @@ def describe(estimate, gpu_id: str | None = None, software: dict | None = None,
             if s["scenario"] == scn and s["measured"].get(quantity):
                 measured = s["measured"][quantity]
     if measured is not None:
-        parts.append(f"measured {measured / GiB:.1f} GiB on this GPU")
+        parts.append(f"measured {format_size(measured)} on this GPU")
     cal = apply(estimate, gpu_id, software, file)
     if cal["calibration"]:
-        parts.append(f"calibrated {cal['per_gpu'][quantity] / GiB:.1f} GiB")
+        parts.append(f"calibrated {format_size(cal['per_gpu'][quantity])}")
     else:
         parts.append("not calibrated (no measurement on this GPU)")
     text = ", ".join(parts)
