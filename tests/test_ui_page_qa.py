@@ -100,3 +100,19 @@ def test_every_key_s_label_doc_and_unit_speak_chinese():
                and not i18n.has(v, "zh")]
     assert not missing, missing
     assert i18n.gettext("Layers in host memory", "zh") == "放在主机内存的层数"
+
+
+@pytest.mark.parametrize("model, want", [
+    ("meta-llama/Llama-3.1-8B", "seq_len = 1000000000，超过了“meta-llama/Llama-3.1-8B”的 131072 个"
+     "位置（max_position_embeddings 131072；rope_scaling llama3 已计入）"),
+    ("gpt2", "seq_len = 1000000000，超过了“gpt2”的 1024 个位置（学习得到的位置嵌入）"),
+])
+def test_a_context_beyond_the_model_s_positions_is_refused_in_chinese(model, want):
+    """seq_len 1e9 on the Chinese page: the field's message (scenario/rules.positions_error)
+    was left in English ('seq_len = 1000000000 exceeds the 131072 positions ...')."""
+    from vramplan import i18n
+    from vramplan.catalog import get_model
+    from vramplan.scenario.rules import positions_error
+    err = positions_error(get_model(model), 10**9)
+    assert i18n.translate_message(err.message, "zh") == want
+    assert i18n.translate_message(str(err), "zh").endswith(want)
