@@ -184,8 +184,8 @@ def test_out_of_memory_mid_step_is_one_line_and_memory_is_given_back(gpu, nvml, 
     f.write_text(json.dumps(GPT2))
     assert main(["measure", "--scenario", str(f)]) == 2
     err = one_line(capsys)
-    assert "CUDA out of memory at batch 4 (20.0 GiB free at the start; other processes hold " \
-           "60.0 GiB of it): CUDA out of memory. Tried to allocate 2.00 GiB" in err
+    assert "CUDA out of memory at batch 4 (20.00 GiB free at the start; other processes hold " \
+           "60.00 GiB of it): CUDA out of memory. Tried to allocate 2.00 GiB" in err
     released(cuda)
 
 
@@ -228,7 +228,7 @@ def test_bandwidth_on_a_full_gpu_is_noted_and_the_measurement_kept(gpu, nvml, tm
     out = capsys.readouterr()
     assert "peak_allocated_bytes" in out.out and "8.00 GiB" in out.out
     note = out.err.strip()
-    assert len(note.splitlines()) == 1 and "bandwidth (no free memory on GPU 0 for the bandwidth buffer (other processes hold 80.0 GiB of it))" in note
+    assert len(note.splitlines()) == 1 and "bandwidth (no free memory on GPU 0 for the bandwidth buffer (other processes hold 80.00 GiB of it))" in note
     released(cuda)
 
 

@@ -15,6 +15,7 @@ from ... import safejson
 from ...errors import UnavailableError, VramplanError
 from ...hardware import get_gpu
 from ...result import MemoryReport
+from ...units import format_size
 from ...vocab import ALLOCATOR_SLACK, COMPONENTS
 from ..buildable import scenario_of, spec_of
 
@@ -67,14 +68,14 @@ def _oom_types(torch) -> tuple:
 
 
 def _others(device: int) -> str:
-    """"; other processes hold 78.0 GiB of it" when NVML can tell, else ""."""
+    """"; other processes hold 78.00 GiB of it" (units.format_size) when NVML can tell."""
     try:
         from .nvml import probe
         g = [x for x in probe() if x["index"] == device]
         held = g[0]["other_processes_bytes"] if g else None
     except VramplanError:
         return ""
-    return f"; other processes hold {held / 2 ** 30:.1f} GiB of it" if held else ""
+    return f"; other processes hold {format_size(held)} of it" if held else ""
 
 
 def _failure(torch, exc: BaseException, what: str, device: int, free: int | None = None):
@@ -83,7 +84,7 @@ def _failure(torch, exc: BaseException, what: str, device: int, free: int | None
     if isinstance(exc, _oom_types(torch)) or "out of memory" in msg.lower():
         others = _others(device)
         if free is not None:
-            at = f" ({free / 2 ** 30:.1f} GiB free at the start{others})"
+            at = f" ({format_size(free)} free at the start{others})"
         else:
             at = f" ({others[2:]})" if others else ""
         return OutOfMemory(f"CUDA out of memory {what}{at}: {msg}")
