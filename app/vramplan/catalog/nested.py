@@ -336,7 +336,8 @@ def image_tokens(config: dict, height: int, width: int) -> int:
     """Decoder tokens one image of height x width pixels adds, by the model's patching rule:
     Qwen2/2.5-VL and Qwen3-VL one token per (patch x merge)^2 pixels after rounding each side
     to that multiple and clamping the area (qwen_resize.py); Gemma 3 mm_tokens_per_image (256);
-    Pixtral (Mistral 3) one per (patch x merge)^2 plus an [IMG_BREAK] per row; CLIP / SigLIP
+    Pixtral (Mistral 3) one per (patch x merge)^2 plus an [IMG_BREAK] per row, after the
+    processor's longest-edge clamp (pixtral_resize.py); CLIP / SigLIP
     towers (LLaVA) one per patch of image_size. Raises ScenarioError for other layouts."""
     v = _Sub("vision_config", config.get("vision_config"))
     parent, kind = config.get("model_type"), v.cfg.get("model_type")

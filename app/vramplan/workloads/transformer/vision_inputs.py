@@ -23,7 +23,8 @@ plan)` adds, after the task's own phases are built:
 The tower's attention is taken as SDPA / flash (no score matrix): the Qwen-VL towers use
 window attention with a few full blocks, and the eager scores of a full block over every patch
 of a batch are not modelled. Qwen's image sizes go through the processor's smart_resize with
-the checkpoint's min / max pixels (catalog/images.py), so a photo's own size may be given. The
+the checkpoint's min / max pixels, Pixtral's through its longest-edge clamp (catalog/images.py),
+so a photo's own size may be given. The
 sequence with its image tokens is checked against the model's positions (multimodal_keys.py
 check_context).
 """
