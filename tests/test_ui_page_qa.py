@@ -116,3 +116,41 @@ def test_a_context_beyond_the_model_s_positions_is_refused_in_chinese(model, wan
     err = positions_error(get_model(model), 10**9)
     assert i18n.translate_message(err.message, "zh") == want
     assert i18n.translate_message(str(err), "zh").endswith(want)
+
+
+def _curve_statuses(chart) -> dict:
+    """{batch: status} of the memory-vs-batch chart's points (its data rows)."""
+    found = {}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "status" in node and "x" in node:
+                found[node["x"]] = node["status"]
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(chart.to_dict())
+    return found
+
+
+def test_the_memory_vs_batch_points_fit_as_the_estimate_does():
+    """The serving plan above (vLLM, TP 2, 131,072 context): the verdict says 'Does not fit'
+    (the pool holds no max_model_len request, at any batch: 72.7 GiB used of 79.65 usable),
+    while the chart marked every batch 1-16 'fits' (bytes against usable memory). At seq_len
+    8,192 the engine starts and each point fits."""
+    pytest.importorskip("altair")
+    from vramplan.estimate import estimate
+    from vramplan.hardware import default_db
+    from vramplan.scenario import Scenario
+    from vramplan.ui.widgets.explore import curve_chart
+    db = default_db()
+    h100 = db.get("nvidia-h100-sxm5-80gb")
+    plan = {"model": "meta-llama/Llama-3.1-70B", "task": "serve", "stack": "vllm",
+            "gpu": h100.id, "parallel": {"tensor": 2, "gpus": 2}}
+    for extra, want in (({}, "does not fit"), ({"seq_len": 8192}, "fits")):
+        sc = Scenario.from_dict({**plan, **extra})
+        est = estimate(sc).to_dict()
+        status = _curve_statuses(curve_chart(sc, est, h100, db))
+        assert sorted(status) == [1, 2, 4, 8, 16] and set(status.values()) == {want}, status

@@ -84,10 +84,15 @@ def curve_chart(sc, est: dict, device, db, lang: str = "en") -> Any:
     """Device memory against the batch on the chosen GPU, with its usable memory and that of
     the next larger GPUs, and the max batch marked."""
     from ...charts import memory_curve_chart
-    from ...sweep import curve
+    from ...sweep import sweep
     mb = int(est.get("max_batch_size") or 0)
-    points = [{"x": b, "device_used_bytes": used} for b, used in
-              curve(sc, "batch_size", batch_values(mb), gpu=device.id) if used is not None]
+    # each point's fit is the estimate's (the one memory limit, a serving engine's start-up
+    # check), not its bytes against usable memory: a vLLM plan whose pool holds no
+    # max_model_len request showed 'fits' at every batch under a 'Does not fit' verdict
+    r = sweep(sc, {"batch_size": batch_values(mb)}, gpus=[device.id])
+    points = [{"x": p["batch_size"], "device_used_bytes": int(r.used[i, 0]),
+               "fits": bool(r.fits[i, 0])}
+              for i, p in enumerate(r.points) if (i, 0) not in r.errors]
     return memory_curve_chart(points, gpu=device.to_dict(),
                               pinned=[d.to_dict() for d in larger_gpus(db, device)],
                               max_x=mb or None, x_title="Batch size", x_unit="per GPU",
