@@ -119,8 +119,10 @@ def test_grows_with_resolution_and_batch(r, b):
 @settings(max_examples=6, deadline=None)
 @given(st.sampled_from([9, 17, 25, 33, 49]))
 def test_video_grows_with_frames(n):
+    # never less with more frames; not always more: the decoder runs 2 latent frames at a time
+    # (the first chunk 3), so its peak can sit in the first chunk for any length (cogvideox_vae)
     m = "THUDM/CogVideoX-2b"
-    assert fp(model=m, frames=n + 8).peak_allocated_bytes > fp(model=m, frames=n).peak_allocated_bytes
+    assert fp(model=m, frames=n + 8).peak_allocated_bytes >= fp(model=m, frames=n).peak_allocated_bytes
 
 
 def test_j_cases_fidelity():

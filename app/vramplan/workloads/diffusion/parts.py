@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import math
 
-from ...vec import to_int, truth, vmax, where
+import numpy as np
+
+from ...vec import is_array, to_int, truth, vmax, where
+from .cogvideox_vae import cogvideox_decode
 
 # ---------------------------------------------------------------------------------------------
 # text encoders
@@ -248,10 +251,23 @@ def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
 
 def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
                  eager: bool) -> tuple[int, int, int]:
-    """(peak, largest, staircase) of AutoencoderKLCogVideoX.decode without tiling: latent
+    """(peak, largest, staircase) of AutoencoderKLCogVideoX.decode without tiling. Peak and
+    largest tensor: diffusers 0.30.x's decoder walked op by op (cogvideox_vae.py; the chunks'
+    outputs and their concatenation included). The staircase (the reserved floor): latent
     frames are decoded `frame_batch` at a time (the first chunk takes the odd one), each causal
     3-D conv keeps its last 2 input frames in a cache for the next chunk, and the decoder's
     spatial norm (GroupNorm(x) * conv_y(zq) + conv_b(zq)) holds ~6 copies of its input."""
+    if is_array(b):    # a sweep's batch axis: one walk per batch size
+        runs = [vae3d_decode(cfg, int(x), frames, out_h, out_w, e, eager) for x in b.ravel()]
+        return tuple(np.array([r[k] for r in runs]).reshape(b.shape) for k in range(3))
+    peak, largest = cogvideox_decode(cfg, b, frames, out_h, out_w, e)
+    return int(peak), int(largest), _cogvideox_staircase(cfg, b, frames, out_h, out_w, e)
+
+
+def _cogvideox_staircase(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
+                         e: int) -> int:
+    """The decode's allocator staircase: per chunk the sum of its levels' peaks, the caches
+    of the first chunk and the output video (a reserved floor, workloads/diffusion/footprint)."""
     tc = cfg.get("temporal_compression", 4)
     ds = cfg.get("downsample", 8)
     lat_f = (frames - 1) // tc + 1
@@ -262,11 +278,9 @@ def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
     lpb = cfg.get("layers_per_block", 3) + 1
     p0 = max(1, out_h // ds) * max(1, out_w // ds)
     t_ups = int(round(math.log2(tc)))
-    peak, largest, stair = 0, 0, 0
-    cache_total = 0
+    stair, cache_total = 0, 0
     for ci, k in enumerate(chunks):
         f = k
-        cache_done = cache_total if ci else 0
         stair_c = 0
         for i, c_out in enumerate(chs):
             c_in = chs[i - 1] if i else chs[0]
@@ -275,21 +289,13 @@ def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
             res = max(6 * u_in, 2 * u_in + u_in * (f + 2) // f + 2 * u_out, u_in + 6 * u_out)
             res2 = 6 * u_out
             lvl_cache = 2 * b * p * e * (c_in + c_out + 2 * c_out * (lpb - 1))
-            level_peak = max(res, res2) + cache_done
-            peak = max(peak, level_peak)
-            largest = max(largest, u_in)
             stair_c += max(res, res2)
             if ci == 0:
                 cache_total += lvl_cache
-            cache_done += lvl_cache if ci == 0 else 0
             if i < len(chs) - 1:
-                f2 = (1 + 2 * (f - 1) if f % 2 else 2 * f) if i < t_ups else f
-                up = u_out + 3 * b * f2 * 4 * p * c_out * e
-                peak = max(peak, up + cache_done)
-                f = f2
+                f = (1 + 2 * (f - 1) if f % 2 else 2 * f) if i < t_ups else f
         stair = max(stair, stair_c + cache_total)
-    out_video = b * frames * out_h * out_w * 3 * e
-    return int(peak + out_video), int(largest), int(stair + out_video)
+    return int(stair + b * frames * out_h * out_w * 3 * e)
 
 
 def wan_vae_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,

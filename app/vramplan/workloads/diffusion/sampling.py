@@ -102,7 +102,9 @@ def vae_decode_phase(vae, opts, b, h, w, frames, vae_e, eager, resident_vae, off
     else:
         vpk, vbig, stair = vae2d_decode(vae, dec_b, oh, ow, vae_e, eager)
     out_img = b * 3 * h * w * max(1, frames) * vae_e * (2 if "vae-tiling" in opts else 1)
-    phases["vae-decode"] = {"weights": resident_vae, "activations": vpk + out_img}
+    # the CogVideoX walk holds the chunks' outputs and their concatenation itself
+    held_img = 0 if vae["kind"] == "kl3d-cogvideox" and "vae-tiling" not in opts else out_img
+    phases["vae-decode"] = {"weights": resident_vae, "activations": vpk + held_img}
     largest["vae-decode"] = vbig
     carried = 0
     if vae["kind"] == "kl2d" and not offload_model:
