@@ -154,3 +154,18 @@ def test_the_memory_vs_batch_points_fit_as_the_estimate_does():
         est = estimate(sc).to_dict()
         status = _curve_statuses(curve_chart(sc, est, h100, db))
         assert sorted(status) == [1, 2, 4, 8, 16] and set(status.values()) == {want}, status
+
+
+def test_the_gpus_needed_view_says_one_gpu_and_one_sequence_in_the_singular(new_app):
+    """Llama-3.1-70B train bf16-mixed seq 8,192 on one H100: the GPUs-needed view read 'the
+    global batch of 1 sequences' and its chart 'this plan: 1 GPUs'."""
+    from vramplan.charts.theme import spec_rows
+    app = new_app(lazy_chart=False)
+    app.state.apply({"model": "meta-llama/Llama-3.1-70B", "task": "train", "batch_size": 1,
+                     "seq_len": 8192, "precision": "bf16-mixed",
+                     "gpu": "nvidia-h100-sxm5-80gb"})
+    view = app.cluster
+    assert view.front, view.status.value
+    assert "the global batch of 1 sequence, fewest GPUs first" in view.status.value
+    texts = [r.get("text") for r in spec_rows(view.chart.spec) if r.get("text")]
+    assert "this plan: 1 GPU" in texts and "this plan: 1 GPUs" not in texts

@@ -62,8 +62,9 @@ def cluster_front_chart(front: Iterable[Any], *, gpus_now: int | None = None,
         x=x, y=y, text="gpus:Q")
     layers = [line, points, labels]
     if gpus_now:
-        now = alt.Chart(alt.Data(values=[{"gpus": gpus_now, "text": t(
-            "this plan: {n} GPUs").format(n=gpus_now)}]))
+        said = t("this plan: 1 GPU") if gpus_now == 1 else t("this plan: {n} GPUs").format(
+            n=gpus_now)
+        now = alt.Chart(alt.Data(values=[{"gpus": gpus_now, "text": said}]))
         layers[:0] = [now.mark_rule(color=theme.LIMIT_COLOR, strokeDash=[5, 3]).encode(
             x="gpus:Q", tooltip=[alt.Tooltip("text:N", title=t("Plan"))]),
             now.mark_text(align="left", baseline="top", dx=4, dy=2, color=theme.LIMIT_COLOR

@@ -19,7 +19,7 @@ from .chart import ChartPanel
 from ..state.i18n import _
 from .jobs import Jobs
 from .section import section
-from ..state.text import gib, message_html
+from ..state.text import count, gib, message_html
 
 _e = html.escape
 MAX_GPUS = 512
@@ -100,9 +100,11 @@ class ClusterView(W.VBox):
                                                "rank.").format(n=job.max_gpus), "info")
             self.rows.children = []
             return
-        self.status.value = "<div class='vp-hint'>" + _e(_(
+        said = _("Layouts that keep the global batch of 1 sequence, fewest GPUs first, each "
+                 "faster than every layout on fewer GPUs.") if job.global_batch == 1 else _(
             "Layouts that keep the global batch of {batch} sequences, fewest GPUs first, each "
-            "faster than every layout on fewer GPUs.").format(batch=job.global_batch)) + "</div>"
+            "faster than every layout on fewer GPUs.").format(batch=count(job.global_batch))
+        self.status.value = "<div class='vp-hint'>" + _e(said) + "</div>"
         rows = []
         for i, o in enumerate(got[:ROWS]):
             row = self._row(i)
