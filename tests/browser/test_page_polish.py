@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -62,17 +63,34 @@ CLIPPED = """(which) => {
 }"""
 
 
-def open_plan(page, base: str, query: str = PLAN) -> None:
-    page.goto(f"{base}/?{query}", timeout=T_START, wait_until="domcontentloaded")
-    page.locator(".vp-breakdown .vega-embed svg").first.wait_for(timeout=T_START)
-    page.locator(".vp-export .vp-make-csv").first.wait_for(timeout=T_START)
+@contextmanager
+def plan_page(server, browser, query: str = PLAN, width: int = 1280, height: int = 900,
+              **options):
+    """A page of the plan `query` in a browser context of its own, `width` x `height` px
+    (`options`: more of new_context's), once its breakdown and export panel are drawn; the
+    context is closed after."""
+    ctx = browser.new_context(viewport={"width": width, "height": height}, **options)
+    try:
+        page = ctx.new_page()
+        page.goto(f"{server}/?{query}", timeout=T_START, wait_until="domcontentloaded")
+        page.locator(".vp-breakdown .vega-embed svg").first.wait_for(timeout=T_START)
+        page.locator(".vp-export .vp-make-csv").first.wait_for(timeout=T_START)
+        yield page
+    finally:
+        ctx.close()
+
+
+@contextmanager
+def phone_page(server, browser, query: str = PLAN):
+    """`plan_page` at 390 x 844 px, its first chart view drawn too."""
+    with plan_page(server, browser, query, 390, 844) as page:
+        page.locator(".vp-explore-chart .vega-embed svg").first.wait_for(timeout=T_START)
+        page.wait_for_timeout(1500)
+        yield page
 
 
 def test_an_export_downloads_on_one_click_and_the_share_link_is_a_full_url(server, browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    page = ctx.new_page()
-    try:
-        open_plan(page, server)
+    with plan_page(server, browser, accept_downloads=True) as page:
         with page.expect_download(timeout=T_STEP) as got:
             page.locator(".vp-export .vp-make-csv").first.click()
         d = got.value
@@ -98,24 +116,17 @@ def test_an_export_downloads_on_one_click_and_the_share_link_is_a_full_url(serve
         assert Scenario.from_query(parts.query) == Scenario.from_query(PLAN)
         page.screenshot(path=str(ARTIFACTS / "polish-export.png"))
         # the link opens the same plan
-        page2 = ctx.new_page()
+        page2 = page.context.new_page()
         page2.goto(href, timeout=T_START, wait_until="domcontentloaded")
         page2.locator(".vp-verdict-sub").first.wait_for(timeout=T_START)
         page2.wait_for_function(
             "t => (document.querySelector('.vp-verdict-sub')?.textContent || '') === t",
             arg=page.locator(".vp-verdict-sub").first.text_content(), timeout=T_STEP)
         page2.close()
-    finally:
-        ctx.close()
 
 
 def test_at_390_px_the_verdict_comes_first_and_no_chart_text_is_clipped(server, browser):
-    ctx = browser.new_context(viewport={"width": 390, "height": 844})
-    page = ctx.new_page()
-    try:
-        open_plan(page, server)
-        page.locator(".vp-explore-chart .vega-embed svg").first.wait_for(timeout=T_START)
-        page.wait_for_timeout(1500)
+    with phone_page(server, browser) as page:
         top = page.evaluate("s => document.querySelector(s).getBoundingClientRect().top",
                             ".vp-estimate-panel")
         controls = page.evaluate("s => document.querySelector(s).getBoundingClientRect().top",
@@ -130,8 +141,6 @@ def test_at_390_px_the_verdict_comes_first_and_no_chart_text_is_clipped(server, 
         bad.update(every_view_clipped(page, "en"))
         (ARTIFACTS / "polish-390-clipped.json").write_text(json.dumps(bad, indent=1))
         assert not any(bad.values()), {k: v for k, v in bad.items() if v}
-    finally:
-        ctx.close()
 
 
 def every_view_clipped(page, lang: str) -> dict[str, list[str]]:
@@ -152,32 +161,20 @@ def every_view_clipped(page, lang: str) -> dict[str, list[str]]:
 def test_at_390_px_no_text_of_any_chinese_chart_is_clipped(server, browser):
     """The Chinese page's titles and labels break between characters and run wider per
     character (a CJK character counts two columns in the theme's wrapping)."""
-    ctx = browser.new_context(viewport={"width": 390, "height": 844})
-    page = ctx.new_page()
-    try:
-        open_plan(page, server, PLAN + "&lang=zh")
-        page.locator(".vp-explore-chart .vega-embed svg").first.wait_for(timeout=T_START)
-        page.wait_for_timeout(1500)
+    with phone_page(server, browser, PLAN + "&lang=zh") as page:
         bad = {"first": page.evaluate(CLIPPED, "text"), **every_view_clipped(page, "zh")}
         (ARTIFACTS / "polish-390-zh-clipped.json").write_text(
             json.dumps(bad, indent=1, ensure_ascii=False))
         assert not any(bad.values()), {k: v for k, v in bad.items() if v}
-    finally:
-        ctx.close()
 
 
 def test_the_chinese_page_shows_its_notes_in_chinese(server, browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = ctx.new_page()
-    try:
-        open_plan(page, server, PLAN + "&lang=zh")
+    with plan_page(server, browser, PLAN + "&lang=zh") as page:
         notes = page.locator(".vp-notes-card .vp-notes li")
         notes.first.wait_for(timeout=T_START)
         texts = notes.all_inner_texts()
         assert texts and all(re.search(r"[\u4e00-\u9fff]", t) for t in texts), texts
         assert page.locator(".vp-notes-card [lang='en']").count() == 0
-    finally:
-        ctx.close()
 
 
 def test_make_lab_opens_without_the_news_toast(browser, tmp_path):
