@@ -4,7 +4,8 @@
 
 1. First chart: the planner (`vramplan app`, notebooks/planner.ipynb) against the baseline, a
    Voila page holding one ipywidgets slider served by plain `voila` (`python -m voila
-   slider.ipynb --no-browser`, Voila's default options; the notebook, written to a temporary
+   slider.ipynb --no-browser`, Voila's default options but `--KernelManager.autorestart=False`
+   (see `quiet` in `run`); the notebook, written to a temporary
    folder, names the `vramplan-lab` template in its metadata as the planner's does, which
    plain Voila honours: Voila's lab template without its CDN links, so both pages load the
    same front end and neither waits on a host this machine cannot reach). Neither server
@@ -14,8 +15,10 @@
    cold kernel (every visit starts one); the loads alternate (planner, slider, planner, ...)
    so both see the same machine load, each on a quiet server (the last page's kernel gone).
    Times from navigation to: the slider visible (baseline); the planner's first breakdown
-   chart drawn as static SVG (`.vp-breakdown .vp-chart-static svg`, or the interactive one if
-   it came first); the planner's interactive chart drawn (`.vp-breakdown .vega-embed svg`).
+   chart drawn as static SVG (the page's first screen as plain HTML, which the page displays
+   before its widgets, `.vpp-breakdown svg`, ui/widgets/first_screen.py; or the widget's
+   static one, `.vp-breakdown .vp-chart-static svg`; or the interactive one if it came
+   first); the planner's interactive chart drawn (`.vp-breakdown .vega-embed svg`).
    Two ratios against the baseline's median, both reported: the static (first) chart, target
    <= 1.2 x; the interactive chart, target <= 1.3 x (issue 19.6).
 2. Control changes: for the default plan of every family (a link `?model=...&task=...`), once
@@ -72,7 +75,7 @@ SLIDER_NB = {
                                 "name": "python3"}, "language_info": {"name": "python"},
                  "voila": {"template": "vramplan-lab", "theme": "light"}},
     "nbformat": 4, "nbformat_minor": 5}
-CHART_DRAWN = ("() => { const e = document.querySelector('.vp-breakdown svg');"
+CHART_DRAWN = ("() => { const e = document.querySelector('.vp-breakdown svg, .vpp-breakdown svg');"
                " return e && e.getBoundingClientRect().width > 0; }")
 INTERACTIVE_DRAWN = ("() => { const e = document.querySelector('.vp-breakdown .vega-embed svg');"
                      " return e && e.getBoundingClientRect().width > 0; }")
@@ -87,7 +90,8 @@ def plain_voila(notebook: Path, log_name: str, start_timeout: float = 90):
     log_path = serving.ARTIFACTS / log_name
     with open(log_path, "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "voila", str(notebook), "--no-browser",
-                                 f"--port={port}", "--Voila.ip=127.0.0.1"],
+                                 f"--port={port}", "--Voila.ip=127.0.0.1",
+                                 "--KernelManager.autorestart=False"],
                                 cwd=notebook.parent, stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
         try:
@@ -177,7 +181,10 @@ def run(loads: int = 5, changes: int = 4, timeout_s: float = 180) -> dict:
                 """Each load starts on a quiet server: the last page's kernel is gone (its
                 background work would otherwise slow the next page, whichever it is). Plain
                 `voila` refuses the page's shutdown beacon (no _xsrf), so its kernel is ended
-                here."""
+                here; the baseline runs with `--KernelManager.autorestart=False`, else its
+                kernel restarter starts each ended kernel again (a restart storm: 2026-12-02,
+                four kernels alive and this wait stuck). The option acts only when a kernel
+                dies, not on a page load."""
                 for k in serving.kernels(sproc):
                     k.terminate()
                 serving.wait_until(lambda: not serving.kernels(pproc) and

@@ -29,7 +29,7 @@ from ... import __version__
 from ...errors import VramplanError
 from ...i18n import LANG_NAMES, LANGS, normalise_lang
 from ...scenario import Scenario
-from .gpu_picker import GpuPicker
+from .first_screen import first_screen_html
 from ..state.i18n import N_, _, set_lang, speaking
 from .jobs import after_paint, kernel
 from .notices import NoticeBar
@@ -93,9 +93,9 @@ class App(W.VBox):
         st = self.state
         old = list(self.children)
         self.later = False
-        self.workload = WorkloadForm(st)
-        self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st,
-                                on_filter=st.set_gpu_filters)
+        lazy = self._lazy if self._lazy is not None else kernel() is not None
+        self.workload = WorkloadForm(st, later=("parallel",) if lazy else ())
+        self.picker = None            # the GPU picker: made at the first paint (_below_fold)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
         self.lang_switch = W.ToggleButtons(options=[(LANG_NAMES[x], x) for x in LANGS], value=st.lang,
@@ -104,22 +104,21 @@ class App(W.VBox):
         self.lang_switch.add_class("vp-lang")
         self.lang_switch.observe(lambda ch: set_lang(st, ch["new"]), "value")
 
-        header = W.HBox([L.html(
-            "<div class='vp-header'><div class='vp-logo'>vram<span>plan</span></div>"
-            f"<div class='vp-tagline'>{_('GPU memory capacity planner · will it fit, how large can the batch be, how much bandwidth')}"
-            "</div></div>"), self.lang_switch, self.notices.undo, L.html(
-            f"<div class='vp-version'>v{html.escape(__version__)}</div>")])
+        title, version = _header_html()
+        shared = L.shared("layout")   # boxes never hidden by their layout: one model
+        header = W.HBox([L.html(title), self.lang_switch, self.notices.undo, L.html(version)],
+                        layout=shared)
         header.add_class("vp-top")
-        self.controls = W.VBox([self.workload, self.picker, *self._extra_controls])
+        self.controls = W.VBox([self.workload, *self._extra_controls], layout=shared)
         self.controls.add_class("vp-controls")
-        self.results = W.VBox([self.notices, self.panel, *self._extra_results])
+        self.results = W.VBox([self.notices, self.panel, *self._extra_results], layout=shared)
         self.results.add_class("vp-results")
-        body = W.Box([self.controls, self.results])
+        body = W.Box([self.controls, self.results], layout=shared)
         body.add_class("vp-body")
         if old:
             self.children = [L.html(style_tag()), header, body, self.url]
         else:
-            super().__init__([L.html(style_tag()), header, body, self.url])
+            super().__init__([L.html(style_tag()), header, body, self.url], layout=shared)
             self.add_class("vp-app")
             self.add_class(f"vp-lang-{st.lang}")
         for cls in (f"vp-lang-{x}" for x in LANGS):
@@ -128,12 +127,29 @@ class App(W.VBox):
         keep = {id(w) for w in (self.url, *self._extra_controls, *self._extra_results)}
         for w in old:                 # the last language's widgets (the address and the
             _close_tree(w, keep)      # later panels stay)
-        lazy = self._lazy if self._lazy is not None else kernel() is not None
         if not lazy:
+            self._below_fold()
             self._later(background=False)
-        else:                         # after the first paint: the panels, altair, the charts
-            banner = self.panel.banner    # (a build a language switch replaced does nothing)
-            after_paint(banner, lambda: self._current(banner) and self._later(background=True))
+        else:                         # after the first paint: the controls below the first
+            banner = self.panel.banner    # screen, the panels, altair, the charts (a build a
+            after_paint(banner, lambda: self._current(banner) and  # language switch replaced
+                        self._first_paint())                       # does nothing)
+
+    def _first_paint(self) -> None:
+        self._below_fold()
+        self._later(background=True)
+
+    def _below_fold(self) -> None:
+        """The controls below the first screen: the form's parallelism section and the GPU
+        picker (~60 widget models the browser then need not fetch before the first paint; the
+        picker's module is imported here too)."""
+        from .gpu_picker import GpuPicker
+        st = self.state
+        with speaking(st.lang):
+            self.picker = GpuPicker(self.db, st.gpu, on_pick=st.set_gpu, state=st,
+                                    on_filter=st.set_gpu_filters)
+            self.workload.show_all()
+        self.controls.children = [self.workload, self.picker, *self._extra_controls]
 
     def _current(self, banner) -> bool:
         """Is the first screen of `banner` still the page's, its later panels not made yet?"""
@@ -259,6 +275,25 @@ class App(W.VBox):
             return
         self._render(what)
 
+    def first_screen(self) -> str:
+        """The first screen as plain HTML (`first_screen.py`): what the browser draws before
+        the widgets have loaded."""
+        with speaking(self.state.lang):
+            title, version = _header_html()
+            return first_screen_html(title + version, html.escape(_("Workload")),
+                                     self.panel.snapshot(), self.state.lang)
+
+    def _ipython_display_(self) -> None:
+        """In a notebook or Voila: the first screen as plain HTML, then the page, which
+        replaces it once its chart is drawn (the template takes it out; elsewhere its
+        stylesheet hides it). The snapshot only for a plan with an estimate, while the page
+        has never been on the screen (a second display of the same page shows the widgets
+        alone)."""
+        from IPython.display import display
+        if not self.panel.banner._view_count and self.state.result is not None:
+            display({"text/html": self.first_screen()}, raw=True)
+        display(self._repr_mimebundle_(), raw=True)
+
     def set_lang(self, lang: str) -> None:
         """Show the page in `lang` ('en' / 'zh')."""
         set_lang(self.state, lang)
@@ -276,7 +311,7 @@ class App(W.VBox):
         st = self.state
         self.workload.render()
         self.notices.render()
-        if "gpu" in what and self.picker.value != st.gpu:
+        if "gpu" in what and self.picker is not None and self.picker.value != st.gpu:
             self.picker.value = st.gpu
         self.panel.render()
         self._render_later(what)
@@ -288,6 +323,13 @@ class App(W.VBox):
         if st.estimate is not None and not st.stale and "estimate" in what:
             for fn in self._listeners:
                 fn(self)
+
+
+def _header_html() -> tuple[str, str]:
+    """The header's logo and tagline, and its version (in the current language)."""
+    return ("<div class='vp-header'><div class='vp-logo'>vram<span>plan</span></div>"
+            f"<div class='vp-tagline'>{_('GPU memory capacity planner · will it fit, how large can the batch be, how much bandwidth')}"
+            "</div></div>", f"<div class='vp-version'>v{html.escape(__version__)}</div>")
 
 
 def _close_tree(widget, keep: set) -> None:

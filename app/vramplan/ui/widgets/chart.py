@@ -65,9 +65,9 @@ class ChartPanel(W.VBox):
         self._select: dict[str, Callable] = {}
         self._jobs = jobs.Jobs("vramplan-chart-build")
         self.placeholder = L.html(self._wait_html(_("Loading chart…")))
-        self.holder = W.Box([self.placeholder])
+        self.holder = W.Box([self.placeholder], layout=L.shared("layout"))
         self.holder.add_class("vp-chart")
-        super().__init__([self.holder])
+        super().__init__([self.holder], layout=L.shared("layout"))
         self.add_class("vp-chart-panel")
         if cls:
             self.add_class(cls)

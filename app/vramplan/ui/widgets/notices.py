@@ -22,9 +22,8 @@ class NoticeBar(W.VBox):
         self.text = L.html()
         self.choices = W.Box(layout=W.Layout(flex_flow="row wrap"))
         self.choices.add_class("vp-choices")
-        self.undo = W.Button(description=_("Undo"), icon="",
-                             tooltip=_("Bring back the plan before the last change"),
-                             layout=W.Layout(width="auto"))
+        self.undo = L.button(description=_("Undo"), icon="",
+                             tooltip=_("Bring back the plan before the last change"))
         self.undo.add_class("vp-undo")
         self.undo.on_click(lambda _: self.state.undo())
         self._buttons: dict[str, W.Button] = {}

@@ -56,8 +56,13 @@ def field_errors(errors: dict, keys: list[str]) -> tuple[dict, dict]:
 
 
 class WorkloadForm(W.VBox):
-    def __init__(self, state: PlanState):
+    """The form. `later`: sections whose fields are made only at `show_all()` (below the first
+    screen: the page makes them after its first paint, fewer models for the browser to fetch
+    first); until then such a section is hidden."""
+
+    def __init__(self, state: PlanState, later: tuple[str, ...] = ()):
         self.state = state
+        self.later = set(later)
         self.picker = ModelPicker(state)
         self.widgets: dict[str, Any] = {}
         self.message = L.html()
@@ -69,7 +74,7 @@ class WorkloadForm(W.VBox):
             kids = [self.picker, self.grids[name], self.message] if name == "workload" \
                 else [self.grids[name]]
             self.sections[name] = section(_(title), *kids, cls=f"vp-sec-{name}")
-        super().__init__(list(self.sections.values()))
+        super().__init__(list(self.sections.values()), layout=L.shared("layout"))
         self.add_class("vp-workload")
         self.render()
 
@@ -91,6 +96,8 @@ class WorkloadForm(W.VBox):
             if f.kind == "object" and f.key not in ("render_targets", "arrays", "work_buffers") \
                     and not st.given(f.key):
                 continue                   # nothing to edit here unless a link set it
+            if section_of(f.key) in self.later:
+                continue                   # made at show_all()
             w = self.widget(f.key)
             w.show(f, st.value(f.key), errs.get(f.key, ""), given=st.given(f.key))
             groups[section_of(f.key)].append(w)
@@ -102,6 +109,12 @@ class WorkloadForm(W.VBox):
         text = "; ".join(f"{k}: {msg(v)}" if k else msg(v) for k, v in rest.items())
         self.message.value = message_html(text)
         self.picker.render()
+
+    def show_all(self) -> None:
+        """Make and show the sections left for later."""
+        if self.later:
+            self.later = set()
+            self.render()
 
     # ------------------------------------------------------------ widgets -> state
     def _edit(self, key: str, value: Any) -> None:
