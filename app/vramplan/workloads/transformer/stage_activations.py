@@ -66,7 +66,7 @@ class StageActivations:
                 "each layer's k and v projected from the encoder output at seq_len); the LM "
                 "head, logits and loss at target_len")
         blk.__dict__.update(acts=acts, per_mb=per_mb, ckpt=ckpt, one_pass=one_pass, ga=ga,
-                            head_side=head_side,
+                            head_side=head_side, edges=edges, nl=nl,
                             bwd_tmp=self._block_backward(blk), layer_full=blk.layer_full,
                             logits=self.logits_peak(blk.Td, True) if self.last else 0)
         return blk

@@ -225,6 +225,10 @@ class Training(StageActivations):
                "optimizer_states": st, "activations": to_int(bwd_acts),
                "temporary": ckpt_cache + bwd_fsdp}
         phases = {"forward": fwd_end, "backward": bwd}
+        last = self._first_block_backward(ms, ac, persist, bwd_block + ac.head_side)
+        if last is not None:
+            phases["backward-later"] = dict(last, weights=w, optimizer_states=st,
+                                                  temporary=ckpt_cache + fsdp_ws)
         if ac.one_pass:
             phases["backward-later"] = dict(bwd, gradients=ms.grads_full + held_grad,
                                             activations=to_int(bwd_acts - ac.per_mb))
@@ -238,6 +242,29 @@ class Training(StageActivations):
                                       "temporary": fsdp_ws + (ms.step_tmp if ms.in_bwd else 0)}
         ms.persist = persist
         return phases
+
+    def _first_block_backward(self, ms, ac, persist: bool, block_bwd) -> dict | None:
+        """The stage's first block runs its backward last: with gradients made in backward
+        (set_to_none, one micro-batch) every other parameter's gradient is allocated by then
+        (autograd's AccumulateGrad as each weight's backward runs; ZeRO-2/3 shards them as
+        they come), beside that block's saved tensors (its checkpointed input), the stage's
+        edge tensors but the head's (the embedding output on stage 0), and the block's
+        recomputation and backward temporaries (`block_bwd`). The phase is "backward-later"
+        (one-pass 1F1B, which names its own so, is excluded). Traced: toy Llama, one GPU,
+        full checkpointing (-4.7 % before this phase: tests/test_trace_parallel.py).
+        None where gradients persist from the start of backward (the backward phase has
+        them all), with optimizer-in-backward, encoder-decoders, a one-block stage or one-
+        pass 1F1B."""
+        if (persist or ms.in_bwd or ac.one_pass or ac.encdec or ac.nl < 2
+                or "activations" in self.off):
+            return None
+        if ms.lora:   # the adapters of one block are still to come
+            done = ms.grads_full * (1 - 1 / ac.nl)
+        else:
+            left = self.layer_params + (self._emb / self.L.tensor if self.first else 0)
+            done = ms.grads_full * vmax(0, self.params_g - left) / max(1, self.params_g)
+        acts = ac.per_mb / ac.nl + ac.edges - ac.head_side + block_bwd
+        return {"gradients": to_int(done), "activations": to_int(acts)}
 
     def _fsdp_working_set(self, ms) -> tuple[int, int]:
         """ZeRO-3 / FSDP: (the gathered units live in a block's backward, the root unit, head /
