@@ -102,6 +102,7 @@ class Solver:
         self._same: dict = {}      # checkpointing -> the template path gave the pass's scenario
         self._states: dict = {}    # states_bound by (d, t, p, c, e, zero)
         self._busies: dict = {}    # busy by (gpus, checkpointing, pp, micro-batches, chunks)
+        self._chunks: dict = {}    # _virtuals by (pp, micro-batches)
 
     # ---- the layout as a scenario -------------------------------------------------------
     def scenario(self, lay: Layout):
@@ -181,13 +182,15 @@ class Solver:
     def _transfers(self, lay: Layout, data: bool) -> tuple[list, float]:
         """(transfers, their seconds): the ZeRO / DDP ones (`data`) cached by what they read
         (data, tensor, pipeline, context, ZeRO stage, accumulation), the others by the layout
-        less its ZeRO stage (comm.data_transfers / layout_transfers)."""
+        less its ZeRO stage and micro-batch (comm.data_transfers / layout_transfers: tensor,
+        pipeline, context and expert bytes go as micro-batch x accumulation, the sequences
+        of a data rank, which the data degree fixes)."""
         if data:
             key = (True, lay.data, lay.tensor, lay.pipeline, lay.context, lay.zero,
                    lay.accumulation)
         else:
             key = (False, lay.data, lay.tensor, lay.pipeline, lay.context, lay.expert,
-                   lay.micro, lay.accumulation, lay.checkpointing == "full", lay.virtual)
+                   lay.checkpointing == "full", lay.virtual)  # m x a: the data rank's batch
         got = self._comm.get(key)
         if got is None:
             sc = _Lite(self.job, lay, self.lora)
@@ -339,8 +342,12 @@ class Solver:
     def _virtuals(self, p: int, m: int) -> tuple[int, ...]:
         """Interleaved chunks per stage the rules allow (scenario/parallel_keys.py: v divides
         the layers per stage, micro-batches a multiple of pp): 1 and VIRTUAL's."""
-        per_stage = self.arch.total_layers // p
-        return (1,) + tuple(v for v in VIRTUAL if p > 1 and m % p == 0 and per_stage % v == 0)
+        got = self._chunks.get((p, m))
+        if got is None:
+            per_stage = self.arch.total_layers // p
+            got = self._chunks[p, m] = (1,) + tuple(
+                v for v in VIRTUAL if p > 1 and m % p == 0 and per_stage % v == 0)
+        return got
 
     def solve(self) -> list[Option]:
         """The Pareto front over GPUs and step time, fewest GPUs first (module doc)."""

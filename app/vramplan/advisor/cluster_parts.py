@@ -127,8 +127,13 @@ class Bounds:
 
     def floor_rest(self, lay: Layout) -> float | None:
         """`lower` of the layout's floor: the floors of its chunks' and of 1F1B's shape."""
-        got = [self.rest.get(self.group(lay, v), {}).get((1, 2)) for v in {1, lay.virtual}]
-        return max((r for r in got if r is not None), default=None)
+        got = self.rest.get(self.group(lay))
+        out = got.get((1, 2)) if got else None
+        if lay.virtual != 1:
+            got = self.rest.get(self.group(lay, 1))
+            one = got.get((1, 2)) if got else None
+            out = one if out is None else out if one is None else max(out, one)
+        return out
 
     def lower(self, lay: Layout) -> float | None:
         """The largest rest known to bound this layout's, or None."""
