@@ -84,6 +84,11 @@ def test_the_savings_waterfall_of_a_serve_plan_is_in_pool_tokens(adv):
         "steps": plan.changes, "estimate": plan.estimate.to_dict()})
     after = plan.estimate.footprint.serving
     assert prows[-1]["end"] == after["kv_pool_tokens"] + (131_072 - after["max_model_len"])
+    out = next(p for p in adv.plans if p.changes[0]["id"] == "scale-out")   # the solver's
+    srows = waterfall_rows(d, estimate=adv.estimate, plan={              # own layout: named
+        "steps": out.changes, "estimate": out.estimate.to_dict(), "cost": out.cost.to_dict()})
+    assert srows[1]["step"] == out.changes[0]["title"] and srows[1]["start"] == 12_126
+    assert srows[1]["end"] == out.estimate.footprint.serving["kv_pool_tokens"] == 460_810
     spec = savings_waterfall_chart(d, estimate=adv.estimate).to_dict()
     assert "KV pool" in str(spec["title"]) and "131,072" in str(spec)
 

@@ -51,9 +51,11 @@ def pool_rows(advice: Mapping[str, Any], serving: Mapping[str, Any], steps: list
     need = int(serving["max_model_len"])
     rows = [{"step": _t("Today's KV pool", lang), "kind": "today", "from": 0,
              "to": int(serving["kv_pool_tokens"]), "cost": "", "id": "today"}]
-    at = rows[0]["to"]
+    at, unpriced = rows[0]["to"], []
     for rec in steps:
         gain = _gain(rec)
+        if gain is None and plan is not None:      # a plan's own step (a scale-out layout)
+            unpriced.append(rec)
         if gain is None or (gain == 0 and plan is None):
             continue
         if plan is None and until_fits and at >= need:
@@ -63,6 +65,16 @@ def pool_rows(advice: Mapping[str, Any], serving: Mapping[str, Any], steps: list
                      "cost": cost_label(rec.get("cost"), lang)})
         at = rows[-1]["to"]
     room = _room_of(plan_est, need)
+    if unpriced:                # named: the plan's own pool less the steps above
+        to = room if room is not None else at
+        costs = [cost_label(r.get("cost"), lang) for r in unpriced if r.get("cost")]
+        if not costs and len(unpriced) == 1 and isinstance(plan, Mapping):
+            costs = [cost_label(plan.get("cost"), lang)]
+        rows.append({"step": " + ".join(title(r, lang) for r in unpriced),
+                     "kind": "saving" if to >= at else "increase", "from": at, "to": to,
+                     "cost": " · ".join(c for c in costs if c),
+                     "id": "+".join(str(r.get("id")) for r in unpriced)})
+        at = to
     if room is not None and room != at:
         rows.append({"step": _t("Combined effect", lang), "kind": "combined", "from": at,
                      "to": room, "cost": _t("the plan's own estimate", lang), "id": "combined"})
