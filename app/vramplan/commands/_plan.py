@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from .. import safejson
+from ..catalog.size_only import looks_like_size, parse_params
 from ..errors import VramplanError
 from ..scenario import MODELLESS_TASKS, OFFLOAD, OPTIONS
 from ..scenario.keys import cli_flags, scenario_from_flags
@@ -77,6 +78,8 @@ def scenario_from_args(a) -> dict:
                                                if t.strip()]
     if getattr(a, "architecture", None):
         d["architecture"] = architecture_arg(a.architecture)
+    elif looks_like_size(d.get("model")):      # '--model 70B': the page's size-only decoder
+        d["architecture"] = {"params": parse_params(d.pop("model"))}
     if getattr(a, "option", None):
         d["options"] = list(a.option)
     if getattr(a, "offload", None):
