@@ -40,6 +40,9 @@ def test_the_rank_table_scrolls_in_its_own_box_on_a_phone():
     box, table = body.index("<div class='vp-ranks-scroll'"), body.index("<table")
     assert box < table < body.index("</table></div>")
     assert "overflow-x:auto" in body[box:table]
+    # what a stage holds and its phase wrap (at 768 px the table was 718 px in a 698 px card)
+    holds = body.index(">blocks + head, logits and loss<")
+    assert "nowrap" not in body[body.rindex("<td", 0, holds):holds]
 
     class State:
         result = None

@@ -19,6 +19,7 @@ from ..state.text import size
 
 _e = html.escape
 PAD = " style='padding:3px 0 3px 12px;white-space:nowrap'"   # a gap between the columns
+WRAP = " style='padding:3px 0 3px 12px'"   # words (what a stage holds, its phase) may wrap
 BAR_PX = 120          # the bar's width; the limit line sits at limit / scale of it
 FIT, OVER = theme.FIT_COLOR, theme.NO_FIT_COLOR      # the charts' colours (charts/theme.py)
 
@@ -47,9 +48,9 @@ def ranks_html(est: Mapping[str, Any] | None) -> str:
                    for i, h in enumerate((_("Rank"), _("Holds"), _("In flight"), _("Peak phase"),
                                           _("Allocated"), _("Reserved"), _("Device used"), "")))
     body = "".join(
-        f"<tr><td>{_e(r['rank'])}</td><td{PAD}>{_e(_(ROLES[r['role']]))}</td>"
+        f"<tr><td>{_e(r['rank'])}</td><td{WRAP}>{_e(_(ROLES[r['role']]))}</td>"
         f"<td class='vp-num'{PAD}>{r['in_flight']}</td>"
-        f"<td{PAD}>{_e(_(phase_label(str(r['peak_phase'] or '-'))))}</td>"
+        f"<td{WRAP}>{_e(_(phase_label(str(r['peak_phase'] or '-'))))}</td>"
         f"<td class='vp-num'{PAD}>{_e(size(r['allocated']))}</td>"
         f"<td class='vp-num'{PAD}>{_e(size(r['reserved']))}</td>"
         f"<td class='vp-num'{PAD}>{_e(size(r['device_used']))}</td>"
