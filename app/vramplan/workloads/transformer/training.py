@@ -262,7 +262,8 @@ class Training(StageActivations):
             done = ms.grads_full * (1 - 1 / ac.nl)
         else:
             left = self.layer_params + (self._emb / self.L.tensor if self.first else 0)
-            done = ms.grads_full * vmax(0, self.params_g - left) / max(1, self.params_g)
+            made = ms.grads_full - self._replicated_embedding_grad(ms.tb, False)   # not yet
+            done = made * vmax(0, self.params_g - left) / max(1, self.params_g)
         acts = ac.per_mb / ac.nl + ac.edges - ac.head_side + block_bwd
         return {"gradients": to_int(done), "activations": to_int(acts)}
 
