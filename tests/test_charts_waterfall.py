@@ -104,6 +104,9 @@ def test_chinese_words():
     rows = charts.waterfall_rows(ADVICE, peak_bytes=100 * GiB, usable_bytes=40 * GiB,
                                  lang="zh")
     assert [r["step"] for r in rows][0] == "当前峰值"
+    # each change's bar is named as the zh advice tables name it (was the English title)
+    assert [r["step"] for r in rows][1:3] == ["参数放在 CPU 内存，逐层传入",
+                                             "torch.compile（融合逐元素运算链）"]
     assert rows[1]["cost"] == "计算量 +2.6% · 经 PCIe Gen4 x16 传输，步时 +15% · 精度风险中"
     assert rows[-1]["text"] == "50.0 GiB · 仍超出 10.0 GiB"
     spec = charts.savings_waterfall_chart(ADVICE, peak_bytes=100 * GiB, usable_bytes=40 * GiB,

@@ -136,7 +136,9 @@ def _plan_steps(advice: Mapping[str, Any], plan: Any) -> tuple[list[dict], int |
 
 
 def _title(rec: Mapping[str, Any], lang: str) -> str:
-    return str(rec.get("title") or rec.get("id") or _t("change", lang))
+    """A change's bar name in `lang`, as the advice tables say it (page, report, CLI)."""
+    title = rec.get("title") or rec.get("id")
+    return translate_message(str(title), lang) if title else _t("change", lang)
 
 
 def _unpriced_row(recs: list, at: int, to: int, plan: Any, lang: str) -> dict:

@@ -24,9 +24,7 @@ def specs(r: Report) -> list[tuple[str, dict]]:
     if pg.get("components"):
         out.append(("breakdown", C.breakdown_chart(pg["components"], usable, gpu_name=name,
                                                    fits=r.fits, width=WIDTH, lang=r.lang)))
-    adv = _titles_in(r.advice or {}, r.lang)
-    plan = r.plan and {**r.plan, "steps": _titles_in({"recommendations": r.plan.get("steps")
-                                                      or []}, r.lang)["recommendations"]}
+    adv, plan = r.advice or {}, r.plan
     if any((x.get("saves_bytes") or 0) > 0 for x in adv.get("recommendations") or []) and (
             r.plan or not r.fits):
         out.append(("savings", C.savings_waterfall_chart(adv, estimate=est, plan=plan,
@@ -39,15 +37,6 @@ def specs(r: Report) -> list[tuple[str, dict]]:
     if est.get("phases"):
         out.append(("phases", C.phases_chart(est, width=WIDTH, height=220, lang=r.lang)))
     return [(k, c.to_dict()) for k, c in out]
-
-
-def _titles_in(adv: dict, lang: str) -> dict:
-    """The advice with each change's title in `lang` (`i18n.translate_message`, as the report's
-    tables say them), so the savings chart's bars read as the tables above them."""
-    from ..i18n import translate_message
-    recs = [{**x, "title": translate_message(str(x.get("title") or x.get("id")), lang)}
-            if isinstance(x, dict) else x for x in adv.get("recommendations") or []]
-    return {**adv, "recommendations": recs}
 
 
 _ATTR = re.compile(r"""\s(?:href|xlink:href|src)\s*=\s*["'](?!#|data:)""", re.I)
