@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -16,6 +17,25 @@ from serving import (CHROMIUM, CHROMIUM_ARGS, ROOT, app_server, free_port, get, 
 pytestmark = pytest.mark.browser
 
 FAST_CULL = ("--cull-idle", "4", "--cull-interval", "1")
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                    reason=f"no Chromium at {CHROMIUM}")
+
+
+@contextmanager
+def visit(url: str):
+    """A tab opened at `url` in a headless Chromium of the test's own, closed after (not
+    conftest.py's module-wide `browser`: its Playwright event loop would stay in the thread,
+    and the later tests' asyncio.run refuses to start beside it)."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(url, timeout=120_000)
+            yield page
+        finally:
+            browser.close()
 
 
 def test_foreign_host_is_refused_and_only_the_planner_is_served():
@@ -51,23 +71,16 @@ def test_plain_visits_give_their_kernels_and_memory_back():
         assert after <= idle * 1.10 + 40 * 2**20, (idle, max(peak), after)
 
 
+@needs_chromium
 def test_closing_the_tab_shuts_its_kernel_down():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
     # culling far away: only the page's own shutdown beacon can bring the kernel back
     with app_server(app_args=("--cull-idle", "3600"), log_name="voila-beacon.log") as (base, proc):
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(base + "/", timeout=120_000)
+        with visit(base + "/") as page:
             page.wait_for_selector(".vp-verdict", timeout=120_000)
             assert len(kernels(proc)) == 1
             page.goto("about:blank")  # leaving the page fires its shutdown beacon
             assert wait_until(lambda: not kernels(proc), timeout=30), \
                 "the page's shutdown beacon was refused"
-            browser.close()
 
 
 def test_busy_port_is_an_error_not_a_lie():
@@ -149,11 +162,9 @@ def test_pages_beyond_the_start_slots_wait_in_turn_and_say_so():
     assert any("1 visitor ahead of you" in body for _, body in pages)
 
 
+@needs_chromium
 def test_a_page_whose_kernel_gives_no_output_says_so(tmp_path):
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM}")
     import json
-    from playwright.sync_api import sync_playwright
     # Voila gives a cell that timed out (no IOPub output in time, the cell's timeout) back
     # without outputs, and the page was blank; a cell with no output is the same page
     nb = tmp_path / "silent.ipynb"
@@ -164,35 +175,22 @@ def test_a_page_whose_kernel_gives_no_output_says_so(tmp_path):
                                     "name": "python3"}},
         "nbformat": 4, "nbformat_minor": 5}))
     with app_server(app_args=("--notebook", str(nb)), log_name="voila-nooutput.log") as (base, _):
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            page.goto(base + "/", timeout=120_000)
+        with visit(base + "/") as page:
             box = page.locator(".vp-start-failed")
             box.wait_for(timeout=120_000)
             assert "Reload the page" in box.inner_text()
-            browser.close()
 
 
+@needs_chromium
 def test_preheated_kernels_serve_the_visitors_link():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    from playwright.sync_api import sync_playwright
-
     from vramplan.hardware import default_db
     name = default_db().get("nvidia-rtx-4060").name
     log = "voila-preheat.log"
     with app_server(app_args=("--preheat", "1"), log_name=log) as (base, proc):
         log_path = ROOT / "test-artifacts" / log
         assert wait_until(lambda: "is filled with" in log_path.read_text(), timeout=180)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=CHROMIUM_ARGS)
-            page = browser.new_page()
-            # before the fix the preheated kernel waited for its visitor twice: no page, ever
-            page.goto(base + "/?gpu=nvidia-rtx-4060", timeout=120_000)
+        # before the fix the preheated kernel waited for its visitor twice: no page, ever
+        with visit(base + "/?gpu=nvidia-rtx-4060") as page:
             page.wait_for_selector(".vp-verdict", timeout=60_000)
             assert name in page.locator(".vp-verdict-title").inner_text()
-            browser.close()
         assert "Using pre-heated kernel" in log_path.read_text()
