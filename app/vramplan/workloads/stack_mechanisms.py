@@ -178,6 +178,10 @@ EFFECT = {
                        "accumulator; backward dequantises the weight to 16 bit",
     "expandable-segments": "expandable_segments:True: one growing segment per pool (20 MiB "
                            "pages), no per-request segment rounding",
+    "cogvideox-vae-returned-caches": "the CogVideoX VAE decode keeps the previous chunk's "
+                                     "causal-conv caches (each kernel-1 spatial-norm conv's a "
+                                     "copy of its whole input) alive through the next chunk "
+                                     "(workloads/diffusion/cogvideox_vae.py)",
     "topk-moe-routing": "the stack's own Llama 4 MoE sends each token to its top-k experts "
                         "only; transformers' Llama4TextMoe runs every token through all of "
                         "them, whose saved tensors are not counted here",

@@ -29,6 +29,14 @@ it runs, its caller holds it):
   concatenates the outputs.
 cuDNN workspaces are not counted (the tracer does not see them either).
 
+`returned=True` is the decoder from diffusers 0.31 on ("[refactor] remove conv_cache from
+CogVideoX VAE", PR #9524, bd4df2856a, 2024-09-28; v0.31.0 2024-10-22; read at v0.42.1): each
+CausalConv3d returns its cache instead of keeping it, `_decode` passes the previous chunk's
+cache dict to the next decoder call and rebinds it only when that call returns, so the
+previous chunk's caches stay alive through the whole next chunk; the convs pad inside
+(`const_padding_conv3d`), no F.pad copy; the spatial norm computes conv_y and conv_b first
+and keeps both bound until it returns.
+
 Checked against the tracer on diffusers 0.30.2 (benchmarks/trace_fidelity_modules.py J17-vae
 --diffusers-path): see docs/accuracy.md.
 """
@@ -60,8 +68,10 @@ class _Live:
 class _Decoder:
     """One AutoencoderKLCogVideoX decoder; `caches` persists across chunks (module attributes)."""
 
-    def __init__(self, cfg: dict, b: int, lat_hw: tuple[int, int], e: int) -> None:
+    def __init__(self, cfg: dict, b: int, lat_hw: tuple[int, int], e: int,
+                 returned: bool = False) -> None:
         self.b, self.e = b, e
+        self.returned = returned                    # diffusers >= 0.31 (module docstring)
         self.lat_h, self.lat_w = lat_hw
         self.zc = int(cfg.get("latent_channels", 16))
         self.chs = list(reversed(cfg["block_out_channels"]))
@@ -81,6 +91,10 @@ class _Decoder:
         self.caches[name] = lv.alloc(self.size(cin, k - 1 if k > 1 else f, h, w))
         pad = (k - 1) // 2
         fp = f + k - 1
+        if self.returned:                           # the conv pads inside: no F.pad copy
+            out = self._safe_conv(self.size(cin, fp, h, w), k, cin, cout, fp, f, h, w)
+            lv.free(x)
+            return out
         padded = lv.alloc(self.size(cin, fp, h + 2 * pad, w + 2 * pad))
         lv.free(x)
         out = self._safe_conv(padded, k, cin, cout, fp, f, h, w)
@@ -111,9 +125,15 @@ class _Decoder:
         if f > 1 and f % 2 == 1:
             parts = lv.alloc(self.size(self.zc, 1, h, w)) + lv.alloc(self.size(self.zc, f - 1, h, w))
         zq = lv.alloc(self.size(self.zc, f, h, w))
-        copy = lv.alloc(self.size(c, f, h, w)) if strided else 0
-        norm = lv.alloc(self.size(c, f, h, w))
-        lv.free(copy)
+        if self.returned:                           # conv_y, conv_b first, bound to locals
+            y = self.conv3d(name + ".conv_y", 1, self.zc, c, f, h, w)
+            bias = self.conv3d(name + ".conv_b", 1, self.zc, c, f, h, w)
+            norm = self._group_norm(c, f, h, w, strided)
+            prod = lv.alloc(self.size(c, f, h, w))
+            out = lv.alloc(self.size(c, f, h, w))
+            lv.free(prod, y, bias, norm, zq, parts)
+            return out
+        norm = self._group_norm(c, f, h, w, strided)
         y = self.conv3d(name + ".conv_y", 1, self.zc, c, f, h, w)
         prod = lv.alloc(self.size(c, f, h, w))
         lv.free(y)
@@ -121,6 +141,12 @@ class _Decoder:
         out = lv.alloc(self.size(c, f, h, w))
         lv.free(prod, bias, norm, zq, parts)
         return out
+
+    def _group_norm(self, c: int, f: int, h: int, w: int, strided: bool) -> int:
+        copy = self.live.alloc(self.size(c, f, h, w)) if strided else 0
+        norm = self.live.alloc(self.size(c, f, h, w))
+        self.live.free(copy)
+        return norm
 
     def resnet(self, name: str, cin: int, cout: int, f: int, h: int, w: int,
                strided: bool = False) -> int:
@@ -172,6 +198,7 @@ class _Decoder:
         """Decoder3D.forward on `lat_f` latent frames; returns the output video bytes. Each
         block's input stays bound in Decoder3D.forward while the block runs."""
         lv = self.live
+        old, self.caches = (self.caches, {}) if self.returned else ({}, self.caches)
         h, w, f = self.lat_h, self.lat_w, lat_f
         block_in = self.conv3d("conv_in", 3, self.zc, self.chs[0], f, h, w)
         x = block_in
@@ -198,12 +225,12 @@ class _Decoder:
         a = lv.alloc(n)
         lv.free(n)
         out = self.conv3d("conv_out", 3, self.chs[-1], 3, f, h, w)
-        lv.free(a)
+        lv.free(a, *old.values())                   # >= 0.31: _decode rebinds conv_cache
         return out
 
 
 def cogvideox_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
-                     e: int) -> tuple[int, int]:
+                     e: int, returned: bool = False) -> tuple[int, int]:
     """(peak live bytes, largest tensor) of AutoencoderKLCogVideoX.decode for b videos of
     `frames` frames (diffusers 0.30.x), the chunks' outputs and their concatenation included.
     Hand check at 5 frames of 64 x 96 (one chunk of 2 latent frames, bf16): 178,286,592 B,
@@ -214,12 +241,14 @@ def cogvideox_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int,
     lat_f = (frames - 1) // tc + 1
     n_chunks = max(lat_f // fb, 1)
     rem = lat_f % fb
-    dec = _Decoder(cfg, b, (max(1, out_h // ds), max(1, out_w // ds)), e)
+    dec = _Decoder(cfg, b, (max(1, out_h // ds), max(1, out_w // ds)), e,
+                   returned)
     kept = []
     for i in range(n_chunks):
         start = fb * i + (0 if i == 0 else rem)
         end = min(fb * (i + 1) + rem, lat_f)
         kept.append(dec.chunk(end - start))
-    dec.live.free(*dec.caches.values())             # _clear_fake_context_parallel_cache
-    dec.live.alloc(sum(kept))                       # torch.cat(dec, dim=2)
-    return dec.live.peak, dec.live.largest
+    if not returned:                                # _clear_fake_context_parallel_cache
+        dec.live.free(*dec.caches.values())
+    dec.live.alloc(sum(kept))                       # torch.cat(dec, dim=2); >= 0.31 with the
+    return dec.live.peak, dec.live.largest          # last chunk's caches still bound

@@ -27,6 +27,8 @@ from .family import (LORA_TARGETS, SAMPLING_TASKS, TASKS, TEXT_ENCODERS,  # noqa
 from .flops import denoiser_flops
 from ...vec import peak as peak_of
 from ...vec import pick, shown, to_int
+from ...catalog import stacks
+from .. import stack_mechanisms
 from ..base import Footprint
 from .parts import vae2d_decode
 from .sampling import act_bytes as _act_bytes
@@ -199,7 +201,7 @@ def footprint(scenario, spec, device) -> Footprint:
                   temp, small_state, resident(den_name), phases, largest)
     stair, out_img, carried = vae_decode_phase(vae, opts, b, h, w, frames, vae_e, eager,
                                                resident("vae"), offload_model, notes, phases,
-                                               largest)
+                                               largest, _returned_caches(scenario, vae, notes))
 
     # -- training of the denoiser -------------------------------------------------------------
     # one denoiser forward of one latent (CFG doubles the batch below)
@@ -213,6 +215,13 @@ def footprint(scenario, spec, device) -> Footprint:
                              den_name)
     return _sampling_footprint(scenario, phases, largest, resident_all, bw, notes, precs,
                                cfg_mult, offload_model, stair + out_img + carried)
+
+
+def _returned_caches(scenario, vae: dict, notes: list) -> bool:
+    """CogVideoX's VAE decode as diffusers >= 0.31 runs it (stack mechanism
+    cogvideox-vae-returned-caches, catalog/data/stacks.toml); 0.30.x's otherwise."""
+    return vae["kind"] == "kl3d-cogvideox" and scenario.task == "denoise" and \
+        stack_mechanisms.use(notes, stacks.of(scenario), "cogvideox-vae-returned-caches")
 
 
 def _sampling_bandwidth(scenario, weights, phases, b, calls, cfg_mult, fwd_flops, precs,

@@ -250,17 +250,18 @@ def vae2d_levels(cfg: dict, b: int, out_h: int, out_w: int, e: int,
 
 
 def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
-                 eager: bool) -> tuple[int, int, int]:
+                 eager: bool, returned: bool = False) -> tuple[int, int, int]:
     """(peak, largest, staircase) of AutoencoderKLCogVideoX.decode without tiling. Peak and
     largest tensor: diffusers 0.30.x's decoder walked op by op (cogvideox_vae.py; the chunks'
-    outputs and their concatenation included). The staircase (the reserved floor): latent
+    outputs and their concatenation included; `returned`: diffusers >= 0.31's). The staircase (the reserved floor): latent
     frames are decoded `frame_batch` at a time (the first chunk takes the odd one), each causal
     3-D conv keeps its last 2 input frames in a cache for the next chunk, and the decoder's
     spatial norm (GroupNorm(x) * conv_y(zq) + conv_b(zq)) holds ~6 copies of its input."""
     if is_array(b):    # a sweep's batch axis: one walk per batch size
-        runs = [vae3d_decode(cfg, int(x), frames, out_h, out_w, e, eager) for x in b.ravel()]
+        runs = [vae3d_decode(cfg, int(x), frames, out_h, out_w, e, eager, returned)
+                for x in b.ravel()]
         return tuple(np.array([r[k] for r in runs]).reshape(b.shape) for k in range(3))
-    peak, largest = cogvideox_decode(cfg, b, frames, out_h, out_w, e)
+    peak, largest = cogvideox_decode(cfg, b, frames, out_h, out_w, e, returned)
     return int(peak), int(largest), _cogvideox_staircase(cfg, b, frames, out_h, out_w, e)
 
 

@@ -86,13 +86,15 @@ def _vae_tile(vae: dict, opts: set, h: int, w: int, notes: list) -> tuple[int, i
 
 
 def vae_decode_phase(vae, opts, b, h, w, frames, vae_e, eager, resident_vae, offload_model,
-                     notes, phases, largest) -> tuple:
+                     notes, phases, largest, returned_caches: bool = False) -> tuple:
     """The vae-decode phase into `phases` / `largest`; returns (the decode's allocator
-    staircase, the output image bytes, the segments carried from the earlier phases)."""
+    staircase, the output image bytes, the segments carried from the earlier phases).
+    `returned_caches`: CogVideoX's decoder as diffusers >= 0.31 runs it (cogvideox_vae.py)."""
     dec_b = 1 if "vae-slicing" in opts else b
     oh, ow = _vae_tile(vae, opts, h, w, notes)
     if vae["kind"] == "kl3d-cogvideox":
-        vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager)
+        vpk, vbig, stair = vae3d_decode(vae, dec_b, frames, oh, ow, vae_e, eager,
+                                        returned_caches)
     elif vae["kind"] == "kl3d-wan":
         vpk, vbig, stair = wan_vae_decode(vae, dec_b, max(1, frames), oh, ow, vae_e)
     elif vae["kind"] == "kl3d-ltx":
