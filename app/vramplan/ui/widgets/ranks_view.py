@@ -18,8 +18,10 @@ from .section import section
 from ..state.text import size
 
 _e = html.escape
-PAD = " style='padding:3px 0 3px 12px;white-space:nowrap'"   # a gap between the columns
-WRAP = " style='padding:3px 0 3px 12px'"   # words (what a stage holds, its phase) may wrap
+PAD = " style='padding:3px 0 3px 10px;white-space:nowrap'"   # a gap between the columns
+WRAP = " style='padding:3px 0 3px 10px'"   # words (what a stage holds, its phase) may wrap
+# the limit line (2 px) drawn at the track's end reaches 2 px past it: room for it in the cell
+BAR_CELL = " style='padding:3px 2px 3px 10px;white-space:nowrap'"
 BAR_PX = 120          # the bar's width; the limit line sits at limit / scale of it
 FIT, OVER = theme.FIT_COLOR, theme.NO_FIT_COLOR      # the charts' colours (charts/theme.py)
 
@@ -43,7 +45,7 @@ def ranks_html(est: Mapping[str, Any] | None) -> str:
         return ""
     limit = limit_of(est)
     scale = max([r["device_used"] for r in rows] + [limit or 0]) or 1
-    head = "".join(f"<th style='padding:3px 0 3px {12 if i else 0}px;white-space:nowrap;"
+    head = "".join(f"<th style='padding:3px 0 3px {10 if i else 0}px;white-space:nowrap;"
                    f"text-align:{'right' if i in (2, 4, 5, 6) else 'left'}'>{_e(h)}</th>"
                    for i, h in enumerate((_("Rank"), _("Holds"), _("In flight"), _("Peak phase"),
                                           _("Allocated"), _("Reserved"), _("Device used"), "")))
@@ -54,7 +56,8 @@ def ranks_html(est: Mapping[str, Any] | None) -> str:
         f"<td class='vp-num'{PAD}>{_e(size(r['allocated']))}</td>"
         f"<td class='vp-num'{PAD}>{_e(size(r['reserved']))}</td>"
         f"<td class='vp-num'{PAD}>{_e(size(r['device_used']))}</td>"
-        f"<td{PAD}>{_bar(r['device_used'], limit, scale, r['fits'])}</td></tr>" for r in rows)
+        f"<td{BAR_CELL}>{_bar(r['device_used'], limit, scale, r['fits'])}</td></tr>"
+        for r in rows)
     rank = deciding_rank(est)
     by = (f"<div class='vp-hint'>{_e(_('decided by {rank}, the rank with the most memory').format(rank=rank))}"
           "</div>") if rank else ""

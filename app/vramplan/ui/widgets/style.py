@@ -221,6 +221,8 @@ CSS = PAGE + f"""
    card's width (a flex item's min-width: auto made it as wide as the table, cut at the card) */
 .vp-ranks-body, .vp-ranks-body > .widget-html-content {{ flex: 1 1 auto; width: 100%;
                                                          min-width: 0; }}
+.vp-ranks td:first-child {{ white-space: nowrap; }}
+@media (max-width: 600px) {{ .vp-ranks td {{ white-space: nowrap !important; }} }}
 .vp-list {{ margin: 4px 0 0 16px; padding: 0; font-size: 12.5px; color: #374151; }}
 .vp-list li {{ margin: 0 0 5px; line-height: 1.45; }}
 .vp-notes li {{ color: #4b5563; }}
