@@ -213,6 +213,19 @@ def _diffusers_inputs(cls: str, c: dict, b: int, h: int, w: int, text_len: int):
     return {"input_ids": torch.randint(0, c.get("vocab_size", 49408), (b, text_len))}
 
 
+def _eager_attention(model) -> None:
+    """attention 'eager': diffusers' plain AttnProcessor (the b x heads x s x s scores in
+    memory) instead of its default AttnProcessor2_0 (SDPA on torch 2).
+    `ModelMixin.set_default_attn_processor` sets it where every processor has the plain
+    form, and raises ValueError otherwise (e.g. FLUX's FluxAttnProcessor2_0): then the
+    model's own processors are traced and the scenario says eager, refused by name."""
+    try:
+        model.set_default_attn_processor()
+    except (AttributeError, ValueError) as exc:
+        raise ScenarioError("attention", f"'eager': {type(model).__name__} has no plain "
+                            f"(non-SDPA) attention processor in diffusers ({exc})") from None
+
+
 def diffusers_job(config: dict, scn):
     """A diffusers module (or the CLIP text encoder) from its config dict, one pipeline call."""
     cls = config.get("_class_name") if isinstance(config, dict) else None
@@ -239,8 +252,8 @@ def diffusers_job(config: dict, scn):
         else:
             import diffusers
             model = getattr(diffusers, cls).from_config(cfg)
-            if scn.attention != "eager" and hasattr(model, "set_default_attn_processor"):
-                pass   # diffusers 0.3x defaults to AttnProcessor2_0 (SDPA) on torch 2
+            if scn.attention == "eager":
+                _eager_attention(model)
         if train and scn.checkpointing == "full":
             model.enable_gradient_checkpointing()
         kw = _diffusers_inputs(cls, cfg, b, h, w, text_len)
