@@ -172,3 +172,15 @@ def test_the_gpus_needed_view_says_one_gpu_and_one_sequence_in_the_singular(new_
     assert "the global batch of 1 sequence, fewest GPUs first" in view.status.value
     texts = [r.get("text") for r in spec_rows(view.chart.spec) if r.get("text")]
     assert "this plan: 1 GPU" in texts and "this plan: 1 GPUs" not in texts
+
+
+def test_the_export_card_has_one_kind_of_button():
+    """The export card showed outlined 'Download scenario.json / estimate.json' links above
+    grey 'Download sweep CSV / report' buttons (screenshot /tmp/h9/j5-zh-390-export.png of
+    the helper's walk); the widget buttons and the file picker there take the links' look."""
+    from vramplan.ui.widgets.style import CSS
+    rule = CSS[CSS.index(".vp-export .widget-button, .vp-export .widget-upload {"):]
+    rule = rule[:rule.index("}")]
+    assert "background: #fff" in rule and "border: 1px solid #d0d5dd" in rule
+    btn = CSS[CSS.index(".vp-btn {"):]
+    assert "border: 1px solid #d0d5dd" in btn[:btn.index("}")]

@@ -255,6 +255,12 @@ CSS = PAGE + f"""
 .vp-btn {{ display: inline-block; border: 1px solid #d0d5dd; border-radius: 6px; padding: 4px 10px;
            font-size: 12px; color: #344054; text-decoration: none; background: #fff; }}
 .vp-btn:hover {{ background: #f9fafb; }}
+/* the report / sweep buttons and the file picker look like the JSON download links beside
+   them (one kind of button in the export card, not grey blocks under outlined links) */
+.vp-export .widget-button, .vp-export .widget-upload {{ background: #fff; color: #344054;
+    border: 1px solid #d0d5dd; border-radius: 6px; font-size: 12px; box-shadow: none;
+    margin: 0 8px 6px 0; }}
+.vp-export .widget-button:hover, .vp-export .widget-upload:hover {{ background: #f9fafb; }}
 .vp-json {{ max-height: 260px; overflow: auto; background: #f8fafc; border: 1px solid #eef0f3;
             border-radius: 6px; padding: 8px; font-size: 11.5px; margin: 4px 0; user-select: all;
             white-space: pre-wrap; word-break: break-all; }}
