@@ -19,10 +19,11 @@ def test_renamed_changes_class_attributes_only():
                              "</span><i data-x='vp-d' class='x-vp-e'></i></div>")
 
 
-def test_the_stylesheet_is_the_page_s_for_the_snapshot_s_classes():
+def test_the_stylesheet_is_the_page_s_for_the_snapshot_s_classes(new_app):
     css = stylesheet()
-    assert ".vp-" not in css.replace(HIDE, "")     # only the rule that hides the snapshot
-    assert ".vpp-app" in css and ".vpp-verdict" in css and css.endswith(HIDE + "</style>")
+    assert ".vp-" not in css and ".vpp-app" in css and ".vpp-verdict" in css
+    assert HIDE not in css                         # the snapshot does not hide itself: the
+    assert new_app(charts=False).children[0].value.endswith(HIDE)   # page's stylesheet does
 
 
 def test_the_first_screen_shows_the_page_s_verdict_and_static_chart(new_app):

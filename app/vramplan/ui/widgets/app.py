@@ -29,7 +29,7 @@ from ... import __version__
 from ...errors import VramplanError
 from ...i18n import LANG_NAMES, LANGS, normalise_lang
 from ...scenario import Scenario
-from .first_screen import first_screen_html
+from .first_screen import HIDE, first_screen_html
 from ..state.i18n import N_, _, set_lang, speaking
 from .jobs import after_paint, kernel
 from .notices import NoticeBar
@@ -115,10 +115,11 @@ class App(W.VBox):
         self.results.add_class("vp-results")
         body = W.Box([self.controls, self.results], layout=shared)
         body.add_class("vp-body")
+        style = L.html(style_tag() + HIDE)    # HIDE: the first screen's HTML copy goes
         if old:
-            self.children = [L.html(style_tag()), header, body, self.url]
+            self.children = [style, header, body, self.url]
         else:
-            super().__init__([L.html(style_tag()), header, body, self.url], layout=shared)
+            super().__init__([style, header, body, self.url], layout=shared)
             self.add_class("vp-app")
             self.add_class(f"vp-lang-{st.lang}")
         for cls in (f"vp-lang-{x}" for x in LANGS):

@@ -6,9 +6,11 @@ widget model's state and make the views (0.4-1 s more on the 2-core machine,
 benchmarks/results/page-speed-2026-12-02c.txt). `App` therefore displays this snapshot just
 before itself (`App._ipython_display_`): the header, an empty controls column and the verdict
 card with its figures, the breakdown as static SVG (`charts.breakdown_svg`) and the legend,
-the same strings the widgets hold. When the page's own breakdown chart is drawn, the
-snapshot's stylesheet hides the snapshot (`HIDE`: a CSS `:has` rule) and, in Voila, the
-vramplan-lab template's script takes it out of the page.
+the same strings the widgets hold. The page's own stylesheet (a widget) hides the snapshot
+(`HIDE`) as soon as the page's widgets are on the screen, and in Voila the vramplan-lab
+template's script takes it out of the page once the page's breakdown chart is drawn. (A CSS
+`:has()` rule on <body> would need no widget, but it is re-checked on every change of the
+page while the widgets are made.)
 
 The snapshot's classes are the page's with `vpp-` for `vp-` (and so is its copy of the
 stylesheet): it looks the same, and nothing that looks for the page's elements (`.vp-verdict`,
@@ -27,8 +29,8 @@ _BOXES = ("\n.vpp-app, .vpp-results, .vpp-estimate-panel, .vpp-section, .vpp-con
           "{ display: flex; flex-direction: column; }\n.vpp-top { display: flex; }\n"
           ".vpp-controls .vpp-section { min-height: 420px; }\n"
           ".vpp-top .vpp-version { margin-left: auto; }\n")
-# the snapshot goes once the page's own breakdown chart is on the screen
-HIDE = "body:has(.vp-app .vp-breakdown svg) .vpp-app { display: none !important; }"
+# in the page's own stylesheet: the snapshot goes once the page's widgets are on the screen
+HIDE = "<style>.vpp-app { display: none !important; }</style>"
 
 
 def renamed(html: str) -> str:
@@ -37,9 +39,9 @@ def renamed(html: str) -> str:
 
 
 def stylesheet() -> str:
-    """The page's stylesheet for the snapshot's classes, the box rules and `HIDE`."""
+    """The page's stylesheet for the snapshot's classes, and the box rules."""
     css = style_tag().removeprefix("<style>").removesuffix("</style>")
-    return f"<style>{css.replace('.vp-', '.vpp-')}{_BOXES}{HIDE}</style>"
+    return f"<style>{css.replace('.vp-', '.vpp-')}{_BOXES}</style>"
 
 
 def first_screen_html(header: str, controls_title: str, card: list[str], lang: str) -> str:
