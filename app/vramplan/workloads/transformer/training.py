@@ -182,15 +182,7 @@ class Training(StageActivations):
         """forward end, backward start (the loss's backward and one block's), the later
         backwards of a one-pass 1F1B stage, the optimizer step (or the end of backward)."""
         a, L, lora = self.arch, self.L, ms.lora
-        # autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
-        # each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead
-        cast_cache = 0
-        if self.mixed and not self.fsdp_mp:
-            # LoRA on a full-precision base: autocast caches no cast of a frozen weight, but
-            # each frozen linear saves its own 16-bit weight cast for the input gradient (traced:
-            # transformers T5 + tracing/lora.py, one 16-bit copy per block linear)
-            frozen_cast = lora and self.sc.task == "lora" and not prec_mod.is_quantized(self.prec)
-            cast_cache = 2 * self.blocks_g if (not lora or frozen_cast) else 0
+        cast_cache = self._cast_cache(lora)
         fsdp_ws, fsdp_root = self._fsdp_working_set(ms)
         persist = ac.ga > 1 or self.legacy
         grads_at_bwd = ms.grads_full if persist and not ac.one_pass else 0
@@ -242,6 +234,17 @@ class Training(StageActivations):
                                       "temporary": fsdp_ws + (ms.step_tmp if ms.in_bwd else 0)}
         ms.persist = persist
         return phases
+
+    def _cast_cache(self, lora) -> int:
+        """autocast keeps 16-bit copies of the linear weights (cached during forward, saved by
+        each linear for its backward); FSDP mixed precision: all-gathered 16-bit units instead.
+        LoRA on a full-precision base: autocast caches no cast of a frozen weight, but each
+        frozen linear saves its own 16-bit weight cast for the input gradient (traced:
+        transformers T5 + tracing/lora.py, one 16-bit copy per block linear)."""
+        if not self.mixed or self.fsdp_mp:
+            return 0
+        frozen_cast = lora and self.sc.task == "lora" and not prec_mod.is_quantized(self.prec)
+        return 2 * self.blocks_g if (not lora or frozen_cast) else 0
 
     def _first_block_backward(self, ms, ac, persist: bool, block_bwd) -> dict | None:
         """The stage's first block runs its backward last: with gradients made in backward
