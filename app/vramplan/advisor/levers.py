@@ -330,7 +330,7 @@ LEVERS: tuple[Lever, ...] = (
     Lever("kv-cache-fp8", ("serving.kv",), "kv-cache-fp8",
           serving("kv_cache_dtype", "fp8 KV cache", lambda c, sv: "fp8")),
     Lever("max-model-len", ("serving.len",), "job-change",
-          serving("max_model_len", lambda v: f"max_model_len -> {v}",
+          serving("max_model_len", lambda v: f"max_model_len -> {v:,}",
                   lambda c, sv: sv.max_model_len // 2 if sv.max_model_len >= 2048 else None)),
     Lever("fewer-seqs", ("serving.seqs",), "job-change",
           serving("max_num_seqs", lambda v: f"max_num_seqs -> {v}",

@@ -209,9 +209,22 @@ def pool_of(ctx, rec) -> None:
 def with_engine_gains(ctx, recs: list) -> list:
     """`recs` with every serving proposal annotated (`annotate`), every change to a serve plan
     with its KV pool before -> after (`pool_of`) and, where a general lever makes the very
-    same change as a serving proposal (levers.py's fp8 KV cache), only the proposal kept."""
+    same change as a serving proposal (levers.py's fp8 KV cache), only the proposal kept. On a
+    plan whose engine would not start, a shorter max_model_len is kept only where the engine
+    then starts (`_short_but_blocked`: levers.py's halving, 131,072 -> 65,536 on a pool of
+    12,126 tokens, fixes nothing; serve-max-model-len goes down to what the pool holds)."""
     for r in recs:
         annotate(ctx, r)
         pool_of(ctx, r)
     mine = [r.scenario for r in recs if r.id in IDS]
-    return [r for r in recs if r.id in IDS or r.scenario not in mine]
+    return [r for r in recs if (r.id in IDS or r.scenario not in mine)
+            and not _short_but_blocked(ctx, r)]
+
+
+def _short_but_blocked(ctx, rec) -> bool:
+    """Whether `rec` lowers max_model_len on a plan whose engine would not start and the engine
+    still would not start after it (vLLM's start-up check: the KV pool holds one request of
+    max_model_len tokens, engine.KV_POOL_BELOW_MAX_MODEL_LEN)."""
+    if _blocked(ctx) is None or "max_model_len" not in (rec.changes.get("serving") or {}):
+        return False
+    return not (rec.estimate.footprint.serving or {}).get("engine_starts", False)

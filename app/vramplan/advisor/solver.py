@@ -154,7 +154,7 @@ def _pool_len(ctx, sc2, est2, limit):
     if not fits_with(est3, limit):
         return None
     lever = BY_ID["max-model-len"]
-    return Recommendation(lever.id, f"max_model_len {sv['max_model_len']} -> {mml} (what the "
+    return Recommendation(lever.id, f"max_model_len {sv['max_model_len']:,} -> {mml:,} (what the "
                           "KV pool holds)", {"serving": {"max_model_len": mml}, "seq_len":
                                               sc3.seq_len}, sc3, est3,
                           int(est2.device_used_bytes - est3.device_used_bytes),
