@@ -211,13 +211,20 @@ def to_task(task, title):
 # ---- layout (multi-GPU plans as given) --------------------------------------------------------
 
 def zero(stage):
+    """ZeRO / FSDP over the shard group, data x context-parallel ranks (parallel.shard_group):
+    context-parallel ranks hold the same parameters and reduce their gradients together, so
+    they shard with the data ranks (torchtitan torchtitan/distributed/parallel_dims.py at
+    b5bcd76: 'fsdp: For FSDP dimension. This includes dp_shard and cp'; Megatron-LM's
+    distributed optimizer shards over get_data_parallel_group(with_context_parallel=True)).
+    The title names the group as it is made: '2 data x context-parallel GPUs' at dp 1, cp 2."""
     def make(ctx):
         p = ctx.sc.parallel
         if not ctx.training or p.shard_group < 2 or p.zero >= stage:
             return None
         name = {1: "ZeRO-1 (optimizer states sharded)", 2: "ZeRO-2 / FSDP SHARD_GRAD_OP",
                 3: "ZeRO-3 / FSDP FULL_SHARD"}[stage]
-        return f"{name} over the {p.shard_group} data-parallel GPUs", ctx.par(zero=stage)
+        group = "data x context-parallel" if p.context > 1 else "data-parallel"
+        return f"{name} over the {p.shard_group} {group} GPUs", ctx.par(zero=stage)
     return make
 
 
