@@ -65,7 +65,8 @@ def fields(draft: Any, gpu: str | None = None) -> list[Field]:
 def check(draft: Any, gpu: str | None = None) -> dict[str, str]:
     """Every problem of the draft by key ({} when it makes a scenario): unknown keys, each
     value's type and range, keys the task or family does not take, then the rules between
-    keys (the first one found): the errors of the one pass."""
+    keys (also those among the values that read, beside the values refused on their own):
+    the errors of the one pass."""
     return view(draft, gpu).by_key()
 
 

@@ -141,10 +141,13 @@ class Resolution:
     of the given keys less the ones named in errors: what a page shows meanwhile), the model
     and task as far as they can be read, and `rows()` (the keys that apply)."""
 
-    def __init__(self, given: Any, gpu: str | None = None):
+    def __init__(self, given: Any, gpu: str | None = None, known: tuple | None = None):
         self.given = given_only(given)
         self.gpu = gpu
-        self.scenario, self.errors = self._resolve(self.given)
+        self._tried: list[tuple[dict, tuple]] = []   # (given keys, their pass) by `_without_bad`
+        self.scenario, self.errors = known if known is not None else self._resolve(self.given)
+        self.errors = list(self.errors)
+        self._rest = self._without_bad() if self.errors else None
         d = self.given if isinstance(self.given, dict) else {}
         if self.scenario is not None:
             self.spec, self.task = self.scenario.spec, self.scenario.task
@@ -181,13 +184,17 @@ class Resolution:
             out.setdefault(k, m)
         return out
 
-    @functools.cached_property
-    def usable(self) -> Scenario | None:
-        """The scenario, else the scenario of the given keys less those the errors name
-        (again while new errors name given keys); None when nothing resolves."""
-        if self.scenario is not None or not isinstance(self.given, dict):
-            return self.scenario
+    def _without_bad(self) -> Scenario | None:
+        """The scenario of the given keys less those the errors name (again while new errors
+        name given keys); None when nothing resolves. Each round's errors that name another
+        given entry join `errors`: a value the rules between keys refuse (seq_len beyond the
+        model's positions) is named beside a value refused on its own (batch_size -1), not
+        only once that one is mended (the pass checks the rules between keys only when every
+        value reads)."""
+        if not isinstance(self.given, dict):
+            return None
         d, errors = self.given, self.errors
+        named = {k for k, _m in self.errors}
         for _ in range(len(d) + 1):
             drop = {entry_of(k, d) for k, _m in errors} - {None}
             if not drop:
@@ -195,9 +202,20 @@ class Resolution:
             for name in drop:
                 d = without_path(d, name)
             sc, errors = self._resolve(d)
+            self._tried.append((d, (sc, list(errors))))
+            new = [(k, m) for k, m in errors
+                   if k not in named and entry_of(k, self.given) is not None]
+            self.errors += new
+            named.update(k for k, _m in new)
             if sc is not None:
                 return sc
         return None
+
+    @property
+    def usable(self) -> Scenario | None:
+        """The scenario, else the scenario of the given keys less those the errors name
+        (again while new errors name given keys); None when nothing resolves."""
+        return self.scenario if self.scenario is not None else self._rest
 
     @functools.cached_property
     def _values(self) -> dict | None:
@@ -294,7 +312,8 @@ class Resolution:
             d = _refused_entries(d, r.errors, frozenset())
             if d == r.given:
                 return r
-            r = Resolution(d, self.gpu)
+            known = next((res for tried, res in r._tried if tried == d), None)
+            r = Resolution(d, self.gpu, known)     # a pass `_without_bad` made is not rerun
         return r
 
     def minimal(self) -> dict:
