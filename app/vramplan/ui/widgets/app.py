@@ -129,21 +129,16 @@ class App(W.VBox):
         for w in old:                 # the last language's widgets (the address and the
             _close_tree(w, keep)      # later panels stay)
         if not lazy:
-            self._below_fold()
             self._later(background=False)
-        else:                         # after the first paint: the controls below the first
-            banner = self.panel.banner    # screen, the panels, altair, the charts (a build a
-            after_paint(banner, lambda: self._current(banner) and  # language switch replaced
-                        self._first_paint())                       # does nothing)
-
-    def _first_paint(self) -> None:
-        self._below_fold()
-        self._later(background=True)
+        else:                         # after the first paint: the panels, altair, the charts
+            banner = self.panel.banner    # (a build a language switch replaced does nothing)
+            after_paint(banner, lambda: self._current(banner) and self._later(background=True))
 
     def _below_fold(self) -> None:
         """The controls below the first screen: the form's parallelism section and the GPU
         picker (~60 widget models the browser then need not fetch before the first paint; the
-        picker's module is imported here too)."""
+        picker's module is imported here too). Made with the panels, after the breakdown's
+        chart widget: made at the first paint, they delayed it."""
         from .gpu_picker import GpuPicker
         st = self.state
         with speaking(st.lang):
@@ -170,6 +165,7 @@ class App(W.VBox):
         self._panels()
 
     def _panels(self) -> None:
+        self._below_fold()
         with speaking(self.state.lang):
             self._build_later()
         if not self._charts:
