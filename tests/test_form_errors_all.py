@@ -33,3 +33,28 @@ def test_the_page_shows_both_messages_after_the_second_edit():
 def test_a_good_value_is_not_named():
     errors = form.check({"model": LLAMA31, "task": "lora", "seq_len": 4096, "batch_size": -1})
     assert set(errors) == {"batch_size"}
+
+
+# ---- offload_experts (llama.cpp --n-cpu-moe): a field for MoE models only -------------------
+
+def _offload_fields(model: str) -> list[str]:
+    return [f.key for f in form.fields({"model": model, "task": "generate"})
+            if f.key.startswith("offload_")]
+
+
+def test_the_experts_field_shows_for_moe_models_only():
+    # Qwen2.5-VL 7B and Gemma 3 are dense (no routed experts: arch.is_moe False); Mixtral
+    # 8x7B routes each token to 2 of 8 experts in each of its 32 layers
+    assert _offload_fields("Qwen/Qwen2.5-VL-7B-Instruct") == ["offload_layers"]
+    assert _offload_fields("google/gemma-3-4b-pt") == ["offload_layers"]
+    assert _offload_fields("mistralai/Mixtral-8x7B-v0.1") == ["offload_layers",
+                                                              "offload_experts"]
+
+
+def test_a_switch_to_a_dense_model_drops_the_experts_entry():
+    s = PlanState(draft={"model": "mistralai/Mixtral-8x7B-v0.1", "task": "generate",
+                         "offload_experts": 4})
+    assert s.shown("offload_experts") and s.value("offload_experts") == 4
+    s.set_model("Qwen/Qwen2.5-VL-7B-Instruct")
+    assert not s.shown("offload_experts") and "offload_experts" not in s.draft
+    assert "offload_experts" not in s.errors

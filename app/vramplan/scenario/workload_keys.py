@@ -7,6 +7,7 @@ from . import extra as X
 from . import inference_keys as IK
 from .contract_keys import BIG
 from .multimodal_keys import MULTIMODAL_KEYS
+from .parallel_keys import is_moe
 from .schema import Key
 
 __all__ = ["EXTRA"]
@@ -75,5 +76,5 @@ EXTRA = (
        "routed experts stay in CPU memory (llama.cpp --n-cpu-moe N: the first N); the GPU "
        "reads the experts a step routes to over the host link", ("generate",),
        families=("decoder",), where="MoE decoders, task generate", lo=0, hi=BIG,
-       unit="layers", default_doc="0"),
+       unit="layers", default_doc="0", shown_for=is_moe),     # like parallel.expert
 ) + MULTIMODAL_KEYS   # images, image_size (scenario/multimodal_keys.py)
