@@ -165,8 +165,9 @@ class AdvisorPanel(W.VBox):
             grow = growth_text(adv.growth, adv.scenario)
             self.status.value = f"<div class='vp-hint'>{_e(head)} {_e(grow)}</div>"
         elif adv.plans and why:   # within the limit, but the serving engine would not start
-            self.status.value = ("<div class='vp-hint'>" + _e(why[:1].upper() + why[1:]) + ". "
-                                 + _("Plans that fit, cheapest first:") + "</div>")
+            self.status.value = ("<div class='vp-hint'>" + _(   # zh ends it with '。'
+                "{why}. Plans that fit, cheapest first:").format(
+                why=_e(why[:1].upper() + why[1:])) + "</div>")
         elif adv.plans:
             self.status.value = ("<div class='vp-hint'>" + _(
                 "Short by {size} with the headroom kept. Plans that fit, cheapest first:").format(
