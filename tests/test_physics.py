@@ -39,7 +39,7 @@ def test_serve_figures_say_what_the_pool_admits():
     assert bw["bytes_per_step"] <= comps["weights"] + pool          # was 2.22 TB
     assert bw["bytes_per_token"] * 3 == pytest.approx(bw["bytes_per_step"], rel=1e-12)
     assert any("'batch' is the sequences the engine decodes together" in n
-               and "253 wait" in n for n in e["notes"])
+               and "queues 253" in n for n in e["notes"])
 
 
 def test_serve_capacity_is_at_the_stated_length():

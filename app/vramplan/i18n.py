@@ -142,10 +142,15 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
         m = rx.fullmatch(text)
         if m:
             try:
-                return target.format(**{k: translate_message(v, lang) if k in NESTED else v
+                return target.format(**{k: _value(k, v, lang)
                                         for k, v in m.groupdict().items()})
             except (KeyError, IndexError, ValueError):
                 return text
+    plural = _SINGULAR.sub(r"1 \1s", text)  # '1 sequence' reads as the catalogue's '1 sequences'
+    if plural != text:
+        done = translate_message(plural, lang)
+        if done != plural:
+            return done
     key = _KEYED.fullmatch(text)          # "batch_size: must be ..." (a key, then a message)
     if key:
         rest = translate_message(key.group(2), lang)
@@ -154,7 +159,29 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
     return text
 
 
-NESTED = ("message", "error", "why")   # placeholders that hold a message of their own
+# nouns units.counted prints in the singular for one: Chinese has no plural, so a note's
+# catalogue entry is keyed by the plural text and '1 token' is looked up as '1 tokens'
+COUNTED_NOUNS = ("token", "sequence", "request", "layer", "expert", "image")
+_SINGULAR = re.compile(r"(?<![\d.,])1 (" + "|".join(COUNTED_NOUNS) + r")(?![\w-])")
+NESTED = ("message", "error", "why", "label")   # placeholders that hold a message of their own
+# placeholders that hold a list of words joined by ', ' (the weight format's kept groups:
+# 'attention, router, embeddings'), by the catalogue prefix each word is looked up under
+# ('weight group attention' = '注意力'; a word without an entry stays), joined the language's way
+LISTED = {"groups": "weight group "}
+LIST_SEPARATOR = {"zh": "、"}
+
+
+def _value(name: str, value: str, lang: str) -> str:
+    """A matched placeholder's value in `lang`: a message translated, a list word by word,
+    anything else (a number, a name) as it is."""
+    if name in NESTED:
+        return translate_message(value, lang)
+    if name in LISTED:
+        words = [catalogue(lang).get(LISTED[name] + w, w) for w in value.split(", ")]
+        return LIST_SEPARATOR.get(lang, ", ").join(words)
+    return value
+
+
 _KEYED = re.compile(r"((?:scenario key )?'?[\w.\[\]-]+'?): (.+)", re.S)
 
 

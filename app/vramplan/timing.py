@@ -20,7 +20,7 @@ hardware database's dense `throughput`). `roofline()` adds:
 | `max_tokens_per_s` | tokens_per_step / min_step_time_s (both floors) |
 | `memory_bound_tokens_per_s`, `compute_bound_tokens_per_s` | tokens_per_step over each floor alone |
 | `min_time_per_image_s`, `max_images_per_s` | with `flops_per_image` (vision, diffusion): the step floor x flops_per_image / flops_per_step (one image's share of the step, its steps for a diffusion image), and its inverse |
-| `workload_kind` | given by the footprint ("cnn", "vit", "detection", "segmentation", "diffusion"; absent: "llm"): which measured efficiency the note quotes |
+| `workload_kind` | given by the footprint ("cnn", "vit", "detection", "segmentation", "diffusion", "llm-inference" (a transformer's forward / generate / serve), "inference" (a vision forward); absent: "llm"): which measured efficiency the note quotes |
 | `host_link_floor_s`, `host_link_tokens_per_s` | with weights in host memory (`host_read_bytes_per_step`): those bytes over the host link (`host_link_gbs`, `host_link`), a third floor |
 
 Both floors are bounds, not predictions: real steps add kernel launch gaps, communication and
@@ -35,6 +35,7 @@ from __future__ import annotations
 from .hardware.capabilities import compute_dtype  # noqa: F401 (the footprints' compute_dtype)
 from .hardware.capabilities import dense_rate
 from .hardware.links import host_link
+from .units import format_flop
 
 
 # what a measured step of each kind of workload reaches against the dense datasheet peak
@@ -52,14 +53,28 @@ MEASURED_EFFICIENCY = {
                     "vramplan",
     "diffusion": "no measured FLOPs utilisation for diffusion denoisers (U-Net, DiT) is known "
                  "to vramplan; LLM MFU figures do not transfer",
+    # inference (an LLM's forward / generate / serve, a vision model's forward): the training
+    # MFU above does not transfer, and vramplan holds no measured inference utilisation
+    "llm-inference": "no measured FLOPs utilisation for LLM inference is known to vramplan "
+                     "(the 40% MFU is a training figure)",
+    "inference": "no measured FLOPs utilisation for inference is known to vramplan (the "
+                 "training figures do not transfer)",
 }
+# an inference step below the ridge (an LLM decode step: every weight and the KV read for one
+# token per sequence) is limited by the bytes it reads: the memory floor is its floor
+MEMORY_BOUND_INFERENCE = ("this step is memory-bound, so its floor is the memory floor (the "
+                          "bytes it reads over the achievable bandwidth), not the FLOPs")
 
 
-def efficiency_note(kind: str | None) -> str:
-    """The measured-efficiency clause of the roofline note for a workload kind."""
-    return MEASURED_EFFICIENCY.get(kind or "llm",
+def efficiency_note(kind: str | None, bound: str | None = None) -> str:
+    """The measured-efficiency clause of the roofline note for a workload kind; for an
+    inference kind below the ridge (`bound` 'memory') it says the memory floor is the floor."""
+    text = MEASURED_EFFICIENCY.get(kind or "llm",
                                    "no measured FLOPs utilisation for this workload is known "
                                    "to vramplan")
+    if bound == "memory" and (kind or "").endswith("inference"):
+        text += "; " + MEMORY_BOUND_INFERENCE
+    return text
 
 
 def _rate(device, dtype: str) -> tuple[float | None, str]:
@@ -102,11 +117,11 @@ def roofline(bw: dict, device) -> tuple[dict, list[str]]:
             if tokens:
                 out["compute_bound_tokens_per_s"] = tokens / comp
             floor, floor_ds = max(mem, comp), max(floor_ds, comp)
-            notes.append(f"roofline: {flops / 1e12:,.1f} TFLOP and {step / 1e9:,.2f} GB per step "
+            notes.append(f"roofline: {format_flop(flops)} and {step / 1e9:,.2f} GB per step "
                          f"-> {flops / step:,.0f} FLOP/B against the GPU's ridge "
                          f"{tflops * 1e12 / ach:,.0f}: {out['bound']}-bound. The compute floor "
                          f"is at the dense datasheet {used} peak ({tflops:,.1f} TFLOPS); "
-                         f"{efficiency_note(out.get('workload_kind'))}, so real steps are "
+                         f"{efficiency_note(out.get('workload_kind'), out['bound'])}, so real steps are "
                          "slower than either floor")
         else:
             notes.append("compute floor not given: the hardware database has no dense "

@@ -160,6 +160,35 @@ def format_seconds(s: float | None, lang: str = "en", none: str = "–") -> str:
     return f"{format_number(s, 2, lang)} s"
 
 
+def format_flop(flops: float | None, lang: str = "en", none: str = "–") -> str:
+    """A FLOP count as every note, page and report prints it: TFLOP from 0.1 TFLOP up
+    (4.2e14 -> '420.0 TFLOP'), GFLOP from 0.1 GFLOP (2.6e10 -> '26.0 GFLOP': a decode step that
+    read '0.0 TFLOP'), else MFLOP (3.0e6 -> '3.0 MFLOP'); one decimal."""
+    if not _finite(flops):
+        return none
+    a = abs(flops)
+    for name, size in (("TFLOP", 1e12), ("GFLOP", 1e9)):
+        if a >= 0.1 * size:
+            return f"{format_number(flops / size, 1, lang)} {name}"
+    return f"{format_number(flops / 1e6, 1, lang)} MFLOP"
+
+
+def counted(n, noun: str, plural: str | None = None) -> str:
+    """A count with its noun in English, singular for one: counted(1, 'sequence') ->
+    '1 sequence', counted(2048, 'token') -> '2,048 tokens'; `plural` for an irregular noun.
+    An array (the sweep's batch axis) prints its range with the plural. Chinese has no plural:
+    its catalogue is keyed by the plural text (i18n.translate_message reads '1 sequence' as
+    '1 sequences')."""
+    many = plural or noun + "s"
+    if getattr(n, "ndim", 0) > 0:
+        rng = f"{n.min()}..{n.max()} ({n.size} values)" if n.size else "[]"
+        return f"{rng} {many}"
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
+    text = f"{n:,.2f}" if isinstance(n, float) else f"{int(n):,}"
+    return f"{text} {noun if n == 1 else many}"
+
+
 def format_rate(bytes_per_s: float, digits: int = 2) -> str:
     """Decimal rates, as vendors quote them: 3.35e12 -> '3.35 TB/s'."""
     a = abs(bytes_per_s)

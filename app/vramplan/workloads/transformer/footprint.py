@@ -12,8 +12,9 @@ from ... import runtime
 from ... import parallel as par
 from ... import precision as prec_mod
 from ...errors import ScenarioError
+from ...units import counted
 from ...hardware.capabilities import compute_dtype, plan_warnings
-from ...vec import int_or, shown, to_int, vmax
+from ...vec import int_or, to_int, vmax
 from ...vec import peak as peak_of
 from ...scenario.rules import max_positions, vllm_batched_tokens
 from ..base import Footprint
@@ -320,8 +321,8 @@ class _Ctx(Training, StackHooks):
         ctx = s + n // 2
         w = traffic.moved_weight_bytes(self, b)
         kv = b * cache(ctx)
-        self.notes.append(f"generate bandwidth: one decode step of the batch ({shown(b)} sequences, one "
-                          f"token each) at the average context {ctx:,} tokens (prompt + half "
+        self.notes.append(f"generate bandwidth: one decode step of the batch ({counted(b, 'sequence')}, "
+                          f"one token each) at the average context {counted(ctx, 'token')} (prompt + half "
                           "the new tokens): weights read once per step plus every sequence's "
                           "KV; per-token figures are the step's over its batch")
         self._moe_note(b)
@@ -337,8 +338,8 @@ class _Ctx(Training, StackHooks):
         if not a.is_moe:
             return
         t = traffic.experts_touched(a.num_experts, a.experts_per_token, tokens)
-        self.notes.append(f"MoE bandwidth: {tokens:,} tokens per step reach {t:.2f} of "
-                          f"{a.num_experts} experts per layer (uniform routing assumed: "
+        self.notes.append(f"MoE bandwidth: with {counted(tokens, 'token')} per step, {t:.2f} of "
+                          f"{a.num_experts} experts per layer are reached (uniform routing assumed: "
                           f"E x (1 - (1 - k/E)^tokens), k = {a.experts_per_token}); only those "
                           "experts' weights are read")
 
@@ -390,6 +391,8 @@ class _Ctx(Training, StackHooks):
         return fp
 
     def _fp(self, comps, peak, phases, largest, bw=None) -> Footprint:
+        if bw:   # forward / generate / serve: the roofline note quotes no training MFU
+            bw.setdefault("workload_kind", "llm-inference")
         fp = Footprint(components={k: to_int(vmax(0, v)) for k, v in comps.items()},
                        peak_phase=peak,
                        phases={k: {c: to_int(vmax(0, v)) for c, v in ph.items()}

@@ -19,6 +19,7 @@ Conventions (each stated in the estimate's notes where it applies):
 from __future__ import annotations
 
 from ... import precision as prec_mod
+from ...units import counted
 from ...vec import to_int
 from . import formats
 
@@ -157,14 +158,14 @@ def serve_step(ctx, kv_pool: int, kv_per_token: int, max_num_seqs: int, max_mode
     waiting = max(0, ctx.b - running)
     note = (f"serve: 'batch' is the sequences the engine decodes together in one step (vLLM's "
             f"running batch), one new token each. The KV pool ({kv_pool / 2**30:.2f} GiB, "
-            f"{pool_tokens:,} tokens at {kv_per_token:,} B/token) holds {capacity:,} sequences "
-            f"of {length:,} tokens at once (max_num_seqs {max_num_seqs}); of batch_size "
-            f"{ctx.b:,} requests {running:,} run"
-            + (f" and {waiting:,} wait" if waiting else "")
+            f"{counted(pool_tokens, 'token')} at {kv_per_token:,} B/token) holds "
+            f"{counted(capacity, 'sequence')} of {counted(length, 'token')} at once (max_num_seqs "
+            f"{max_num_seqs}); of batch_size's {counted(ctx.b, 'request')} the engine runs "
+            f"{running:,}" + (f" and queues {waiting:,}" if waiting else "")
             + ". max_batch_size is that capacity; the bandwidth figures are one decode step of "
               "the running sequences at that length (KV read <= the pool)")
     if not capacity:
-        note += (f". The pool cannot hold one sequence of {length:,} tokens: vLLM refuses to "
+        note += (f". The pool cannot hold one sequence of {counted(length, 'token')}: vLLM refuses to "
                  "start (max_model_len larger than the KV cache); lower max_model_len / seq_len "
                  "or raise gpu_memory_utilization")
     return capacity, bw, note

@@ -81,7 +81,7 @@ def step_bandwidth(g, batch, scenario, cfg: dict) -> dict:
     ckpt = getattr(scenario, "checkpointing", "none") or "none"
     return {**step_flops(g, batch, training, ckpt),
             "compute_dtype": compute_dtype(scenario.precision_for("default")),
-            "workload_kind": KIND.get(cfg.get("arch"), "unknown")}
+            "workload_kind": KIND.get(cfg.get("arch"), "unknown") if training else "inference"}
 
 
 def with_flops(fp, g, batch, scenario, cfg: dict):
