@@ -58,3 +58,26 @@ def test_a_switch_to_a_dense_model_drops_the_experts_entry():
     s.set_model("Qwen/Qwen2.5-VL-7B-Instruct")
     assert not s.shown("offload_experts") and "offload_experts" not in s.draft
     assert "offload_experts" not in s.errors
+
+
+# ---- an unknown model id typed: the other fields keep what they showed ----------------------
+
+def test_a_mistyped_model_keeps_the_precision_shown():
+    # Llama-3.1-8B LoRA in bf16 (its default, so the link's bf16 is not kept as given: the
+    # pass derives it); a typo in the model id left the precision box on its first choice,
+    # fp32 (the form has no default without a model), until the id was mended
+    s = PlanState()
+    s.load_query("model=meta-llama/Llama-3.1-8B&task=lora&precision=bf16")
+    assert s.value("precision") == "bf16"
+    s.set_model("meta-llama/Llama-3.1-8Bx")
+    assert "model" in s.errors and s.stale
+    assert s.value("precision") == "bf16"
+    assert s.value("batch_size") == 1               # the plan on screen's, as before
+    s.set_model("meta-llama/Llama-3.1-8B")
+    assert not s.errors and s.value("precision") == "bf16"
+
+
+def test_a_given_precision_stays_with_a_mistyped_model():
+    s = PlanState(draft={"model": "gpt2", "task": "train", "precision": "fp16-mixed"})
+    s.set_model("gpt2x")
+    assert s.draft["precision"] == "fp16-mixed" and s.value("precision") == "fp16-mixed"

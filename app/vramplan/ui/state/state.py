@@ -98,14 +98,17 @@ class PlanState:
 
     def value(self, key: str) -> Any:
         """What a field shows: the draft's value, else the plan's (when current), else the
-        form's default."""
+        form's default, else (while the draft does not resolve far enough to have one: an
+        unknown model id typed) the value of the plan still on screen, so a field does not
+        fall to its first choice (precision fp32 for a plan in bf16) until the model is
+        mended."""
         if self.given(key):
             return get_path(self.draft, key)
-        if self.scenario is not None and not self.stale:
+        f = self.field(key)
+        if self.scenario is not None and (not self.stale or f is None or f.default is None):
             v = get_path(self.scenario.to_dict(), key)
             if v is not None:
                 return v.get("default") if key == "precision" and isinstance(v, dict) else v
-        f = self.field(key)
         return f.default if f is not None else None
 
     def given(self, key: str) -> bool:
