@@ -112,7 +112,7 @@ def test_whisper_reads_one_30_second_window():
     assert (train.scenario.seq_len, train.scenario.target_len) == (1500, 448)
     with pytest.raises(ScenarioError) as exc:
         estimate({"model": WHISPER, "task": "generate", "seq_len": 3000, "gpu": "H100"})
-    assert exc.value.key == "seq_len" and "1500 positions" in str(exc.value)
+    assert exc.value.key == "seq_len" and "1,500 positions" in str(exc.value)
 
 
 def test_whisper_configs_with_unequal_stacks_are_refused_by_name():

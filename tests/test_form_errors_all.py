@@ -14,7 +14,7 @@ def test_a_value_beyond_the_positions_keeps_its_message_beside_a_value_out_of_ra
     # on its own): the pass named only batch_size until it was mended
     errors = form.check({"model": LLAMA31, "task": "lora", "seq_len": 10**9, "batch_size": -1})
     assert set(errors) == {"seq_len", "batch_size"}
-    assert "positions" in errors["seq_len"]
+    assert "131,072 positions" in errors["seq_len"]
     assert "-1" in errors["batch_size"]
 
 
@@ -81,3 +81,27 @@ def test_a_given_precision_stays_with_a_mistyped_model():
     s = PlanState(draft={"model": "gpt2", "task": "train", "precision": "fp16-mixed"})
     s.set_model("gpt2x")
     assert s.draft["precision"] == "fp16-mixed" and s.value("precision") == "fp16-mixed"
+
+
+# ---- the positions refusal: counts as the page writes them, the key said once ---------------
+
+def test_the_positions_message_groups_thousands_and_does_not_repeat_the_key():
+    # the page labels the message with its key ("seq_len: ..."); it read
+    # "seq_len: seq_len = 1000000000 exceeds the 131072 positions ..."
+    msg = form.check({"model": LLAMA31, "task": "lora", "seq_len": 10**9})["seq_len"]
+    assert msg.startswith("1,000,000,000 tokens exceed the 131,072 positions "
+                          f"'{LLAMA31}' has (")
+    # generate: the sum is not the key, so it is named: 131072 - 100 + 101 = 131,073
+    msg = form.check({"model": LLAMA31, "task": "generate", "seq_len": 131072 - 100,
+                      "new_tokens": 101})["seq_len"]
+    assert msg.startswith("seq_len + new_tokens = 131,073 exceeds the 131,072 positions")
+    msg = form.check({"model": LLAMA31, "task": "serve",
+                      "serving": {"max_model_len": 200000}})["serving.max_model_len"]
+    assert msg.startswith("200,000 tokens exceed the 131,072 positions")
+
+
+def test_the_positions_message_reads_in_chinese():
+    from vramplan import i18n
+    msg = form.check({"model": "gpt2", "task": "train", "seq_len": 2048})["seq_len"]
+    assert i18n.translate_message(msg, "zh") == ("2,048 个 token 超过了“gpt2”的 1,024 个位置"
+                                                 "（学习得到的位置嵌入）")

@@ -103,4 +103,4 @@ def test_no_plan_is_one_error_line(command, capsys):
 def test_bad_key_flag_names_the_key(capsys):
     rc = main(["advise", "--model", "gpt2", "--gpu", "nvidia-rtx-4090", "--seq-len", "4096"])
     err = capsys.readouterr().err
-    assert rc == 2 and "seq_len" in err and "1024 positions" in err
+    assert rc == 2 and "seq_len" in err and "1,024 positions" in err

@@ -27,7 +27,7 @@ def test_llama31_seq_len_1e9_refused_naming_key_model_and_limit():
     # was accepted and estimated at 2,040,497 GiB
     err = _refusal({"model": LLAMA31, "seq_len": 10**9})
     assert err.key == "seq_len"
-    assert "131072 positions" in str(err) and LLAMA31 in str(err)
+    assert "131,072 positions" in str(err) and LLAMA31 in str(err)
     # rope_type llama3: max_position_embeddings 131072 = 8192 x 8 already, not x 8 again
     assert "llama3" in str(err)
     assert Scenario.from_dict({"model": LLAMA31, "seq_len": 131072}).seq_len == 131072
@@ -43,12 +43,12 @@ def test_generate_counts_prompt_plus_new_tokens():
     ok = {"model": LLAMA31, "task": "generate", "seq_len": 131072 - 256, "new_tokens": 256}
     assert Scenario.from_dict(ok).new_tokens == 256
     err = _refusal({**ok, "new_tokens": 257})
-    assert err.key == "seq_len" and "seq_len + new_tokens = 131073" in str(err)
+    assert err.key == "seq_len" and "seq_len + new_tokens = 131,073" in str(err)
 
 
 def test_serve_max_model_len_beyond_positions_refused():
     err = _refusal({"model": LLAMA31, "task": "serve", "serving": {"max_model_len": 200000}})
-    assert err.key == "serving.max_model_len" and "131072 positions" in str(err)
+    assert err.key == "serving.max_model_len" and "131,072 positions" in str(err)
     err = _refusal({"model": LLAMA31, "task": "serve", "seq_len": 200000})
     assert err.key == "seq_len"
     # the default max_model_len is the limit itself (vLLM's derived max_model_len)
@@ -69,7 +69,7 @@ def test_rope_scaling_factor(rope, limit):
     arch = dict(TINY, **({"rope_scaling": rope} if rope else {}))
     assert Scenario.from_dict({"architecture": arch, "seq_len": limit}).seq_len == limit
     err = _refusal({"architecture": arch, "seq_len": limit + 1})
-    assert err.key == "seq_len" and f"{limit} positions" in str(err)
+    assert err.key == "seq_len" and f"{limit:,} positions" in str(err)
 
 
 def test_no_stated_positions_no_refusal():
@@ -81,7 +81,7 @@ def test_no_stated_positions_no_refusal():
 
 def test_learned_positions_message_unchanged():
     err = _refusal({"model": "gpt2", "seq_len": 2048})
-    assert str(err).endswith("seq_len = 2048 exceeds the 1024 positions 'gpt2' has (learned "
+    assert str(err).endswith("2,048 tokens exceed the 1,024 positions 'gpt2' has (learned "
                              "position embeddings)")
 
 
@@ -89,7 +89,7 @@ def test_form_bounds_and_check_say_the_same():
     f = {x.key: x for x in form.fields({"model": LLAMA31})}
     assert f["seq_len"].max == 131072
     errors = form.check({"model": LLAMA31, "seq_len": 10**9})
-    assert "131072 positions" in errors["seq_len"]
+    assert "131,072 positions" in errors["seq_len"]
 
 
 @pytest.mark.parametrize("command", ["estimate", "advise", "sweep", "report"])
@@ -102,4 +102,4 @@ def test_every_command_refuses_with_the_same_message(command, tmp_path, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    assert "seq_len" in err and "131072 positions" in err and LLAMA31 in err
+    assert "seq_len" in err and "131,072 positions" in err and LLAMA31 in err

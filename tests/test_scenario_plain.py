@@ -129,7 +129,7 @@ def test_seq_len_past_the_positions_is_refused_with_the_pass_s_error():
     assert probe(130560) is True
     err = probe(130561)
     assert isinstance(err, ScenarioError) and err.key == "seq_len" and "131072" in str(err)
-    with pytest.raises(ScenarioError, match="131072 positions"):
+    with pytest.raises(ScenarioError, match="131,072 positions"):
         sc.replace(seq_len=130561)
     # an encoder-decoder's target_len and serve's max_model_len follow seq_len: the pass
     assert plain_probe(resolve({"model": "t5-small", "task": "generate"}), "seq_len")(64) is None

@@ -90,7 +90,7 @@ def test_refused_points_are_errors_there_and_in_estimate():
               gpus=["nvidia-rtx-4090"])
     rows = list(r.rows())
     assert "error" not in rows[0]
-    assert "1024 positions" in rows[1]["error"]       # learned positions: refused by from_dict
+    assert "1,024 positions" in rows[1]["error"]       # learned positions: refused by from_dict
 
 
 def test_a_training_plan_over_the_database_needs_few_footprints():

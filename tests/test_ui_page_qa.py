@@ -106,9 +106,9 @@ def test_every_key_s_label_doc_and_unit_speak_chinese():
 
 
 @pytest.mark.parametrize("model, want", [
-    ("meta-llama/Llama-3.1-8B", "seq_len = 1000000000，超过了“meta-llama/Llama-3.1-8B”的 131072 个"
-     "位置（max_position_embeddings 131072；rope_scaling llama3 已计入）"),
-    ("gpt2", "seq_len = 1000000000，超过了“gpt2”的 1024 个位置（学习得到的位置嵌入）"),
+    ("meta-llama/Llama-3.1-8B", "1,000,000,000 个 token 超过了“meta-llama/Llama-3.1-8B”的 "
+     "131,072 个位置（max_position_embeddings 131072；rope_scaling llama3 已计入）"),
+    ("gpt2", "1,000,000,000 个 token 超过了“gpt2”的 1,024 个位置（学习得到的位置嵌入）"),
 ])
 def test_a_context_beyond_the_model_s_positions_is_refused_in_chinese(model, want):
     """seq_len 1e9 on the Chinese page: the field's message (scenario/rules.positions_error)

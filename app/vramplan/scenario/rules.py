@@ -330,15 +330,18 @@ def position_limit(spec) -> tuple[int, str] | None:
 
 def positions_error(spec, total: int, what: str = "seq_len"):
     """A ScenarioError naming `seq_len` (or the key given) when `total` tokens exceed the
-    model's positions (`position_limit`); None when they fit or the limit is unknown."""
+    model's positions (`position_limit`); None when they fit or the limit is unknown. The
+    counts with thousands separators (the page's and the report's counts: '1,000,000,000');
+    the key is not said again where `what` is the key itself (the page labels the field with
+    it, the CLI prefixes "scenario key 'seq_len': ")."""
     from ..errors import ScenarioError
     lim = position_limit(spec)
     if lim is None or total <= lim[0]:
         return None
     limit, how = lim
     key = what.split(" ")[0] if what.startswith("serving.") else "seq_len"
-    return ScenarioError(key, f"{what} = {total} exceeds the {limit} positions "
-                              f"'{spec.id}' has ({how})")
+    head = f"{total:,} tokens exceed" if what == key else f"{what} = {total:,} exceeds"
+    return ScenarioError(key, f"{head} the {limit:,} positions '{spec.id}' has ({how})")
 
 
 # ---- what a model supports (public: `vramplan.scenario.valid_tasks` / `model_defaults`) -----
