@@ -13,12 +13,12 @@ def test_words_say_the_engine_does_not_start():
     usable = d["memory_limit"]["usable_bytes"]
     assert not d["fits"] and d["per_gpu"]["device_used_bytes"] < d["memory_limit"]["limit_bytes"]
     why = engine_why(d)
-    assert why == "the engine does not start: its KV pool holds 12,096 of 131,072 tokens"
+    assert why == "the vLLM engine does not start: its KV pool holds 12,096 of 131,072 tokens"
     w = verdict(d, usable)
     assert w["detail"] == why and "-" not in w["sentence"].split(":")[1]
     assert w["sentence"] == f"Does not fit on NVIDIA H100 SXM5 80GB: {why}"
     zh = verdict(d, usable, "zh")
-    assert "引擎无法启动" in zh["sentence"] and "131,072" in zh["detail"]
+    assert "vLLM 引擎无法启动" in zh["sentence"] and "131,072" in zh["detail"]
 
 
 def test_cli_and_report_say_it(capsys):
@@ -27,10 +27,10 @@ def test_cli_and_report_say_it(capsys):
              "--gpus", "2", "--tensor", "2", "--gpu", SERVE_70B["gpu"]]
     assert main(["estimate", *flags]) == 0
     out = capsys.readouterr().out
-    assert "the engine does not start" in out and " over" not in out.splitlines()[1]
+    assert "the vLLM engine does not start" in out and " over" not in out.splitlines()[1]
     assert main(["report", *flags, "--format", "md"]) == 0
     out = capsys.readouterr().out
-    assert "the engine does not start: its KV pool holds 12,096 of 131,072 tokens" in out
+    assert "the vLLM engine does not start: its KV pool holds 12,096 of 131,072 tokens" in out
     assert "-6.86" not in out
 
 
@@ -38,7 +38,7 @@ def test_page_verdict_and_advisor_say_it(new_app):
     app = new_app(lazy_chart=False)
     app.state.apply(SERVE_70B)
     assert app.state.advice is not None and app.state.advice.plans
-    why = "the engine does not start: its KV pool holds 12,096 of 131,072 tokens"
+    why = "the vLLM engine does not start: its KV pool holds 12,096 of 131,072 tokens"
     assert why in app.panel.value
-    assert "The engine does not start" in app.advisor.value
+    assert "The vLLM engine does not start" in app.advisor.value
     assert "Short by -" not in app.advisor.value and "Short by" not in app.advisor.value

@@ -4,6 +4,7 @@ component, the assumptions, the advice and the sources, each already in words of
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -39,6 +40,9 @@ class Report:
     device: dict                         # the GPU's hardware-database entry
     advice: dict | None = None           # Advice.to_dict(full=False) (the waterfall reads it)
     plan: dict | None = None             # the first plan, as the waterfall takes it
+    # where the planner is served (`planner_url`): the link is its full URL; "" when made by
+    # the page without one (the query, to append to the planner's address); None: the CLI's
+    base_url: str | None = None
 
 
 def _per_gpu(est: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -202,9 +206,11 @@ def first_plan(adv: Mapping[str, Any] | None, advice: Any = None) -> dict | None
 
 
 def assemble(est: Mapping[str, Any], device: Mapping[str, Any], *, advice: Any = None,
-             lang: str = "en", query: str = "", model_source: str | None = None) -> Report:
+             lang: str = "en", query: str = "", model_source: str | None = None,
+             base_url: str | None = None) -> Report:
     """A Report from an estimate's JSON (`Estimate.to_dict()`), the GPU's hardware-database
-    entry (`Device.to_dict()`), and optionally the advisor's `Advice` (or its dict)."""
+    entry (`Device.to_dict()`), and optionally the advisor's `Advice` (or its dict).
+    `base_url`: the planner's address as the page's browser reads it (None from the CLI)."""
     est, device = dict(est), dict(device or {})
     adv = _advice_dict(advice)
     sc = dict(est.get("scenario") or {})
@@ -222,5 +228,29 @@ def assemble(est: Mapping[str, Any], device: Mapping[str, Any], *, advice: Any =
         recommendations=recommendations(adv or {}, lang), plans=plans(adv or {}, lang),
         growth=growth(adv or {}, sc, lang),
         sources=sources(est, device, adv, model_source, lang), scenario=sc, query=query,
-        estimate=est, device=device, advice=adv, plan=first_plan(adv, advice))
+        estimate=est, device=device, advice=adv, plan=first_plan(adv, advice),
+        base_url=planner_url(base_url))
+
+
+def planner_url(base: str | None) -> str | None:
+    """The planner's address a page sent (scheme, host and path: what `window.location`
+    reads in Voila), kept only as a plain http(s) URL without a query or fragment; "" for
+    anything else (the page knows no address), None stays None (the CLI)."""
+    if base is None:
+        return None
+    text = str(base).strip()
+    if (len(text) > 2000 or not re.fullmatch(r"https?://[^\s?#<>\"'`]+", text)):
+        return ""
+    return text
+
+
+def plan_link(r: Report) -> tuple[str, str | None]:
+    """(the words before the link, the full URL or None): the full URL where the page sent
+    the planner's address; else the query alone, which the page says to append to the
+    planner's address (the CLI keeps its '?query')."""
+    if r.base_url:
+        return tr("Link to this plan:", r.lang), f"{r.base_url}?{r.query}"
+    if r.base_url == "":
+        return tr("Link to this plan (append it to the planner's address):", r.lang), None
+    return tr("Link to this plan:", r.lang), None
 

@@ -9,7 +9,7 @@ from string import Template
 
 from .. import __version__
 from ..charts import theme
-from .content import Report
+from .content import Report, plan_link
 from .ranks import rank_table
 from .text import tr
 from .words import growth_text
@@ -98,8 +98,9 @@ def to_html(r: Report, svgs: list[tuple[str, str]] | None = None) -> str:
     parts = [f"<h1>{_e(r.title)}</h1>",
              f"<p class='verdict {'fits' if r.fits else 'nofit'}'>{_e(r.verdict)}</p>"]
     if r.query:
-        parts.append(f"<p class='muted'>{_e(tr('Link to this plan:', L))} "
-                     f"<code>?{_e(r.query)}</code></p>")
+        words, url = plan_link(r)
+        # as text, not an href: the file refers to nowhere (its links are the reader's to open)
+        parts.append(f"<p class='muted'>{_e(words)} <code>{_e(url or '?' + r.query)}</code></p>")
     parts += [f"<h2>{_e(tr('Figures', L))}</h2>",
               _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures], {1})]
     head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)

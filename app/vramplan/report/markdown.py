@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .content import Report
+from .content import Report, plan_link
 from .ranks import rank_table
 from .text import tr
 from .words import growth_text
@@ -25,7 +25,8 @@ def to_markdown(r: Report) -> str:
     L = r.lang
     out = [f"# {r.title}", "", f"**{r.verdict}**", ""]
     if r.query:
-        out += [tr("Link to this plan: `?{query}`", L, query=r.query), ""]
+        words, url = plan_link(r)
+        out += [f"{words} <{url}>" if url else f"{words} `?{r.query}`", ""]
     out += [f"## {tr('Figures', L)}", ""]
     out += _table([tr("Figure", L), tr("Value", L)], [list(f) for f in r.figures]) + [""]
     head, rows = rank_table(r.estimate, L)   # pipeline stages (report/ranks.py)

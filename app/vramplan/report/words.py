@@ -103,12 +103,13 @@ def limit_words(lim: Mapping[str, Any] | None, lang: str = "en", flag: str = "--
 
 
 def engine_why(est: Mapping[str, Any], lang: str = "en") -> str:
-    """'the engine does not start: its KV pool holds 12,096 of 131,072 tokens' when the
-    estimate's `serving` section says vLLM's start-up check fails; '' otherwise."""
+    """'the vLLM engine does not start: its KV pool holds 12,096 of 131,072 tokens' when the
+    estimate's `serving` section says vLLM's start-up check fails (vLLM is the serving engine
+    a serve plan models: workloads/transformer/engine.py); '' otherwise."""
     sv = est.get("serving") or {}
     if not sv or sv.get("engine_starts", True):
         return ""
-    return tr("the engine does not start: its KV pool holds {n} of {m} tokens", lang,
+    return tr("the vLLM engine does not start: its KV pool holds {n} of {m} tokens", lang,
               n=count(sv.get("longest_context_tokens"), lang),
               m=count(sv.get("max_model_len"), lang))
 

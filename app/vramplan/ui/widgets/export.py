@@ -77,7 +77,8 @@ def make_file(kind: str, snap: dict) -> str:
         advice = advise(snap["scenario"], snap["device"], gpu_table_too=False)
     r = assemble(snap["result"], snap["device"].to_dict(), advice=advice,
                  lang=snap.get("lang") or "en", query=snap.get("query") or "",
-                 model_source=model_source(snap["scenario"]))
+                 model_source=model_source(snap["scenario"]),
+                 base_url=snap.get("base_url") or "")   # the page's own address, if known
     return to_markdown(r) if kind == "md" else to_html(r)
 
 
@@ -147,7 +148,8 @@ class ExportPanel(W.VBox):
         st = self.state
         if st.result is None:
             return
-        snap = {**st.snapshot(), "advice": st.advice, "lang": st.lang, "query": st.query}
+        snap = {**st.snapshot(), "advice": st.advice, "lang": st.lang, "query": st.query,
+                "base_url": self.share.base}
         shown = st.result
         self.links.value = f"<div class='vp-hint'>{html.escape(_('Preparing…'))}</div>"
         self.jobs.run(lambda: make_file(kind, snap),

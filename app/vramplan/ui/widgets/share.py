@@ -6,7 +6,8 @@ served (scheme, host, path; the kernel sees the query string alone), so the modu
 URL from `window.location` and the plan's query (`Scenario.to_query()`, what the state holds).
 In Voila (`body[data-voila]`) that is the planner's own address; in a JupyterLab tab the
 location is the notebook editor's, so there the link stays the query (`?model=...`), which a
-Voila page of the planner opens.
+Voila page of the planner opens. The browser sends the address back (`base`), so a report the
+page makes gives the same full link.
 
 `Download`: hands a file the kernel made to the browser's own download (a Blob URL on a hidden
 `<a download>` clicked by the script), so one click on a button saves the file. Each `save()`
@@ -34,9 +35,12 @@ function render({ model, el }) {
     box.style.display = q ? "" : "none";
     key.textContent = model.get("label");
     const inVoila = !!(document.body && document.body.dataset.voila);
-    const url = inVoila
-      ? window.location.origin + window.location.pathname + (q ? "?" + q : "")
-      : "?" + q;
+    const base = inVoila ? window.location.origin + window.location.pathname : "";
+    if (model.get("base") !== base) {   // the kernel's reports give the same full URL
+      model.set("base", base);
+      model.save_changes();
+    }
+    const url = inVoila ? base + (q ? "?" + q : "") : "?" + q;
     link.href = url;
     link.textContent = url;
   };
@@ -77,6 +81,7 @@ class ShareLink(anywidget.AnyWidget):
     _esm = T.Unicode(_SHARE_ESM).tag(sync=True)
     query = T.Unicode("").tag(sync=True)
     label = T.Unicode("").tag(sync=True)
+    base = T.Unicode("").tag(sync=True)   # the planner's address, from the browser ("" unknown)
 
 
 class Download(anywidget.AnyWidget):
