@@ -95,7 +95,7 @@ class App(W.VBox):
         self.later = False
         lazy = self._lazy if self._lazy is not None else kernel() is not None
         self.workload = WorkloadForm(st, later=("parallel",) if lazy else ())
-        self.picker = None            # the GPU picker: made at the first paint (_below_fold)
+        self.picker = None            # the GPU picker: made after the first paint (_below_fold)
         self.notices = NoticeBar(st)
         self.panel = EstimatePanel(st)
         self.lang_switch = W.ToggleButtons(options=[(LANG_NAMES[x], x) for x in LANGS], value=st.lang,
