@@ -155,3 +155,12 @@ def test_layer_note_parts_by_hand():
                                 "embeddings, lm_head, norms and biases", "zh")
     assert shipped == ("按发布格式存储的权重：MXFP4，每 32 个权重一个 e8m0 缩放因子（含缩放因子每个权重 "
                        "4.25 位）；保持 16 位的：注意力、路由器、嵌入层、lm_head、归一化层和偏置")
+
+
+def test_one_new_token_reads_singular():
+    """max_context's note at new_tokens 1: '1 new tokens' before; zh reads it all the same."""
+    notes = _notes({**OSS_GENERATE, "new_tokens": 1})
+    note = next(n for n in notes if n.startswith("max_context:"))
+    assert "with 1 new token is " in note, note
+    zh = translate_message(note, "zh")
+    assert zh.startswith("max_context：") and "1 个新 token" in zh, zh

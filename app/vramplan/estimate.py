@@ -8,6 +8,7 @@ from . import overhead, timing
 from .hardware import traits_of
 from .result import MemoryReport
 from .errors import ScenarioError
+from .units import counted
 from .scenario import rules
 from .scenario.variants import Variants
 from .workloads.base import Footprint
@@ -234,8 +235,8 @@ def longest_context(sc, dev, spec, fp) -> tuple[int | None, list[str]]:
 
     n = largest_fitting(fits, used_at, memory_limit(sc, dev), MAX_CONTEXT_CAP)
     return n, [f"max_context: the longest prompt that fits at batch_size {sc.batch_size} with "
-               f"{sc.new_tokens or 0} new tokens is {n:,} tokens (seq_len searched; the model's "
-               "positions cap it)"]
+               f"{counted(sc.new_tokens or 0, 'new token')} is {counted(n, 'token')} (seq_len "
+               "searched; the model's positions cap it)"]
 
 
 def largest_fitting(fits, used_at, limit: int, cap: int) -> int:

@@ -161,7 +161,7 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
 
 # nouns units.counted prints in the singular for one: Chinese has no plural, so a note's
 # catalogue entry is keyed by the plural text and '1 token' is looked up as '1 tokens'
-COUNTED_NOUNS = ("token", "sequence", "request", "layer", "expert", "image")
+COUNTED_NOUNS = ("token", "new token", "sequence", "request", "layer", "expert", "image")
 _SINGULAR = re.compile(r"(?<![\d.,])1 (" + "|".join(COUNTED_NOUNS) + r")(?![\w-])")
 NESTED = ("message", "error", "why", "label")   # placeholders that hold a message of their own
 # placeholders that hold a list of words joined by ', ' (the weight format's kept groups:
