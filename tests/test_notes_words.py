@@ -80,8 +80,10 @@ def test_singular_notes_still_read_chinese():
 
 def test_format_flop_by_hand():
     assert format_flop(4.2e14) == "420.0 TFLOP"
-    assert format_flop(1e11) == "0.1 TFLOP"           # 0.1 TFLOP and up stay TFLOP
+    assert format_flop(1e12) == "1.0 TFLOP"
+    assert format_flop(2.5e11) == "250.0 GFLOP"        # below 1 TFLOP: GFLOP
     assert format_flop(9.9e10) == "99.0 GFLOP"
+    assert format_flop(1.1e8) == "110.0 MFLOP"
     assert format_flop(7.5e9) == "7.5 GFLOP"
     assert format_flop(3e6) == "3.0 MFLOP"
     assert format_flop(None) == "–"
@@ -164,3 +166,12 @@ def test_one_new_token_reads_singular():
     assert "with 1 new token is " in note, note
     zh = translate_message(note, "zh")
     assert zh.startswith("max_context：") and "1 个新 token" in zh, zh
+
+
+def test_page_details_print_flops_as_the_notes_do():
+    """The page's bandwidth details printed FLOPs with its own SI formatter ('420 TFLOP'
+    beside the note's '420.0 TFLOP'); it reads units.format_flop like the roofline note."""
+    pytest.importorskip("ipywidgets")
+    from vramplan.ui.widgets.details import fmt
+    assert fmt("flops_per_step", 7.5e9) == "7.5 GFLOP"
+    assert fmt("prefill_flops", 4.2e14) == "420.0 TFLOP"

@@ -161,14 +161,15 @@ def format_seconds(s: float | None, lang: str = "en", none: str = "–") -> str:
 
 
 def format_flop(flops: float | None, lang: str = "en", none: str = "–") -> str:
-    """A FLOP count as every note, page and report prints it: TFLOP from 0.1 TFLOP up
-    (4.2e14 -> '420.0 TFLOP'), GFLOP from 0.1 GFLOP (2.6e10 -> '26.0 GFLOP': a decode step that
-    read '0.0 TFLOP'), else MFLOP (3.0e6 -> '3.0 MFLOP'); one decimal."""
+    """A FLOP count as every note, page and report prints it, one decimal in the largest unit
+    it reaches: TFLOP from 1 TFLOP (4.2e14 -> '420.0 TFLOP', 1.2e16 -> '12,000.0 TFLOP'), GFLOP
+    from 1 GFLOP (2.5e11 -> '250.0 GFLOP'; a decode step's 7.5e9 -> '7.5 GFLOP' read '0.0 TFLOP'
+    before), else MFLOP (3.0e6 -> '3.0 MFLOP')."""
     if not _finite(flops):
         return none
     a = abs(flops)
     for name, size in (("TFLOP", 1e12), ("GFLOP", 1e9)):
-        if a >= 0.1 * size:
+        if a >= size:
             return f"{format_number(flops / size, 1, lang)} {name}"
     return f"{format_number(flops / 1e6, 1, lang)} MFLOP"
 

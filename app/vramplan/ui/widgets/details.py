@@ -14,7 +14,8 @@ from . import looks as L
 from ..state.i18n import N_, _, current_lang, msg
 from .section import section
 from ..state.stack_view import stack_html
-from ..state.text import count, label_of, rate_gbs, seconds, si, size
+from ..state.text import count, label_of, rate_gbs, seconds, size
+from ...units import format_flop
 
 _e = html.escape
 
@@ -71,7 +72,7 @@ def fmt(key: str, v: Any) -> str:
     if k.endswith("tflops"):
         return f"{count(round(v, 1))} TFLOPS"
     if "flops" in k:
-        return si(v, "FLOP")
+        return format_flop(v, current_lang())   # the notes' FLOP formatter (units.py)
     if "intensity" in k:
         return f"{count(round(v, 1))} FLOP/byte"
     if k in ("utilisation", "utilization") or k.endswith("_fraction"):
