@@ -175,3 +175,28 @@ def test_page_details_print_flops_as_the_notes_do():
     from vramplan.ui.widgets.details import fmt
     assert fmt("flops_per_step", 7.5e9) == "7.5 GFLOP"
     assert fmt("prefill_flops", 4.2e14) == "420.0 TFLOP"
+
+
+@pytest.mark.parametrize("plan, want", [
+    ({"task": "array", "gpu": "nvidia-rtx-2080-ti",
+      "arrays": [{"dtype": "int64", "name": "x0", "shape": [100, 16]}]},
+     "1 array x 1 copy; work buffers over the largest array"),
+    ({"task": "volume", "gpu": H100, "batch_size": 2, "copies": 1,
+      "resolution": [256, 256, 256]},
+     "256x256x256 voxels x 1 ch float32 = 67,108,864 B per volume; 1 copy x batch 2"),
+])
+def test_model_free_notes_read_singular(plan, want):
+    """256^3 voxels x 4 B = 67,108,864 B; before: '1 arrays x 1 copies', '1 copies x batch'."""
+    notes = _notes(plan)
+    assert want in notes, notes
+    zh = translate_message(want, "zh")
+    assert zh != want and not _latin_words(zh), zh
+
+
+def test_render_note_reads_singular():
+    notes = _notes({"task": "render", "gpu": H100, "swapchain_images": 1,
+                    "render_targets": [{"name": "color", "format": "rgba8"}]})
+    note = next(n for n in notes if n.startswith("render "))
+    assert "1 target kind, 1 swapchain image;" in note, note
+    zh = translate_message(note, "zh")
+    assert zh != note and "1 种渲染目标" in zh, zh

@@ -146,7 +146,7 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
                                         for k, v in m.groupdict().items()})
             except (KeyError, IndexError, ValueError):
                 return text
-    plural = _SINGULAR.sub(r"1 \1s", text)  # '1 sequence' reads as the catalogue's '1 sequences'
+    plural = _SINGULAR.sub(lambda m: "1 " + COUNTED_NOUNS[m.group(1)], text)   # '1 sequences'
     if plural != text:
         done = translate_message(plural, lang)
         if done != plural:
@@ -159,9 +159,13 @@ def translate_message(text: str, lang: str = DEFAULT_LANG) -> str:
     return text
 
 
-# nouns units.counted prints in the singular for one: Chinese has no plural, so a note's
-# catalogue entry is keyed by the plural text and '1 token' is looked up as '1 tokens'
-COUNTED_NOUNS = ("token", "new token", "sequence", "request", "layer", "expert", "image")
+# nouns units.counted prints in the singular for one, with their plurals: Chinese has no
+# plural, so a note's catalogue entry is keyed by the plural text and '1 token' (a count of one
+# right before the noun) is looked up as '1 tokens'
+COUNTED_NOUNS = {n: n + "s" for n in ("token", "new token", "sequence", "request", "layer",
+                                      "expert", "image", "swapchain image", "target kind",
+                                      "array")}
+COUNTED_NOUNS["copy"] = "copies"
 _SINGULAR = re.compile(r"(?<![\d.,])1 (" + "|".join(COUNTED_NOUNS) + r")(?![\w-])")
 NESTED = ("message", "error", "why", "label")   # placeholders that hold a message of their own
 # placeholders that hold a list of words joined by ', ' (the weight format's kept groups:

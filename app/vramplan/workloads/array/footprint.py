@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 
 from ...scenario.extra import ARRAY_DTYPES
+from ...units import counted
 from ..base import Footprint, extra_of
 
 SOLVER_VECTORS = {"none": 0, "cg": 4, "bicgstab": 7}
@@ -66,7 +67,8 @@ def footprint(scenario, spec, device) -> Footprint:
                                              "explicit sum counts each work buffer: an "
                                              "out-of-place FFT doubles its array and more, "
                                              "GMRES(30) holds 31 vectors, CG 4"}}
-    notes = [f"{len(arrays)} arrays x {copies} copies; work buffers over the largest array"]
+    notes = [f"{counted(len(arrays), 'array')} x {counted(copies, 'copy', 'copies')}; work "
+             "buffers over the largest array"]
     big = max([array_bytes(a) // a.get("count", 1) for a in arrays] +
               [v for k, v in comps.items() if k != "arrays"] + [0])
     return Footprint(components=comps, peak_phase="compute", largest_allocation=int(big),

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from ...scenario.extra import PIXEL_FORMATS
+from ...units import counted
 from ..base import Footprint, extra_of
 from .family import DEFAULT_RESOLUTION
 from .video import seed_check, video_bytes
@@ -88,9 +89,10 @@ def footprint(scenario, spec, device) -> Footprint:
     swap = ex["swapchain_images"] * target_bytes(width, height, "bgra8")
     comps = {"frame_buffers": targets, "swapchain": swap if ex["render_targets"] else 0,
              "textures": int(ex["texture_budget"]), "geometry": int(ex["geometry_budget"])}
-    notes = [f"render {width}x{height}, MSAA x{ms}, {len(ex['render_targets'])} target kinds, "
-             f"{ex['swapchain_images']} swapchain images; driver allocations (reserved = "
-             "allocated)"]
+    notes = [f"render {width}x{height}, MSAA x{ms}, "
+             f"{counted(len(ex['render_targets']), 'target kind')}, "
+             f"{counted(ex['swapchain_images'], 'swapchain image')}; driver allocations "
+             "(reserved = allocated)"]
     bw_parts = frame_bandwidth(width, height, ex) if ex["render_targets"] else {}
     per_frame = sum(bw_parts.values())
     fps = ex["fps"]

@@ -10,6 +10,7 @@ patches of that size is delegated to the vision workload and added to the reside
 from __future__ import annotations
 
 from ...scenario.extra import ARRAY_DTYPES
+from ...units import counted
 from ..array.footprint import work_buffer_bytes
 from ...vec import int_or, scalar, shown, to_int
 from ..base import Footprint, extra_of
@@ -33,7 +34,7 @@ def footprint(scenario, spec, device, network=None) -> Footprint:
     shape = list(res if len(res) == 3 else (1, *res)) + [ex["channels"]]
     comps.update(work_buffer_bytes(ex["work_buffers"], shape, ex["dtype"]))
     notes = [f"{'x'.join(map(str, res))} voxels x {ex['channels']} ch {ex['dtype']} = "
-             f"{one:,} B per volume; {ex['copies']} copies x batch {shown(b)}"]
+             f"{one:,} B per volume; {counted(ex['copies'], 'copy', 'copies')} x batch {shown(b)}"]
     phase = "compute"
     if spec is not None and ex.get("patch"):
         scalar(b, "a 3-D network on patches")   # the except below would hide numpy's refusal
