@@ -55,7 +55,7 @@ def test_the_key_is_a_form_field(added):
     assert "warmup_steps" not in {f.key for f in form.fields({"model": "gpt2",
                                                                "task": "forward"})}
     assert form.check({"model": "gpt2", "warmup_steps": -3}) == {
-        "warmup_steps": "must be between 0 and 1048576, got -3"}
+        "warmup_steps": "must be between 0 and 1,048,576, got -3"}
 
 
 def test_the_key_is_on_the_docs_page(added):

@@ -55,8 +55,8 @@ def test_a_message_with_values_is_translated_by_its_pattern():
         "batch_size: 必须 >= 1，得到的是 0"
     from vramplan.scenario import form
     problem = form.check({"model": "gpt2", "batch_size": 0})["batch_size"]
-    assert problem == "must be between 1 and 1073741824, got 0"          # the form's words
-    assert i18n.translate_message(problem, "zh") == "必须在 1 到 1073741824 之间，得到的是 0"
+    assert problem == "must be between 1 and 1,073,741,824, got 0"          # the form's words
+    assert i18n.translate_message(problem, "zh") == "必须在 1 到 1,073,741,824 之间，得到的是 0"
     assert i18n.translate_message("a sentence no catalogue has", "zh") == \
         "a sentence no catalogue has"
 

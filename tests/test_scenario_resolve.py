@@ -69,9 +69,9 @@ def test_every_problem_is_collected_each_naming_its_key():
 def test_one_error_reads_as_before():
     with pytest.raises(ScenarioErrors) as info:
         Scenario.from_dict({"model": "gpt2", "batch_size": 0})
-    assert str(info.value) == ("scenario key 'batch_size': must be between 1 and 1073741824, "
+    assert str(info.value) == ("scenario key 'batch_size': must be between 1 and 1,073,741,824, "
                                "got 0")
-    assert info.value.errors == [("batch_size", "must be between 1 and 1073741824, got 0")]
+    assert info.value.errors == [("batch_size", "must be between 1 and 1,073,741,824, got 0")]
 
 
 def test_form_check_is_the_pass_s_errors():

@@ -42,7 +42,8 @@ def read_int(key: str, v: Any, lo: int = 1, hi: int | None = None, *,
     if isinstance(v, bool) or not isinstance(v, int):
         raise ScenarioError(key, f"must be an integer, got {v!r}")
     if v < lo or (hi is not None and v > hi):
-        raise ScenarioError(key, f"must be {describe_range(lo, hi)}, got {v}")
+        hi_said = None if hi is None else f"{hi:,}"
+        raise ScenarioError(key, f"must be {describe_range(f'{lo:,}', hi_said)}, got {v:,}")
     return v
 
 
