@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ...vec import is_array, to_int, truth, vmax, where
 from .cogvideox_vae import cogvideox_decode
 
@@ -258,6 +256,7 @@ def vae3d_decode(cfg: dict, b: int, frames: int, out_h: int, out_w: int, e: int,
     3-D conv keeps its last 2 input frames in a cache for the next chunk, and the decoder's
     spatial norm (GroupNorm(x) * conv_y(zq) + conv_b(zq)) holds ~6 copies of its input."""
     if is_array(b):    # a sweep's batch axis: one walk per batch size
+        import numpy as np      # only here: the page's first screen imports no numpy
         runs = [vae3d_decode(cfg, int(x), frames, out_h, out_w, e, eager, returned)
                 for x in b.ravel()]
         return tuple(np.array([r[k] for r in runs]).reshape(b.shape) for k in range(3))
