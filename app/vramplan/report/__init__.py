@@ -15,12 +15,27 @@ planner already holds (no second estimate). Words go through `vramplan.i18n` (th
 """
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from ..errors import VramplanError
-from .content import Report, assemble
-from .html import to_html
-from .markdown import to_markdown
-from .sweep_table import COLUMNS, batch_sizes, sweep_csv, sweep_rows
-from .text import normalise_lang
+
+if TYPE_CHECKING:
+    from .content import Report
+
+# names of the submodules, imported on first use (PEP 562): the page's verdict reads
+# report.ranks alone, and importing report must not bring content's chart modules with it
+_LAZY = {"Report": "content", "assemble": "content", "to_html": "html",
+         "to_markdown": "markdown", "COLUMNS": "sweep_table", "batch_sizes": "sweep_table",
+         "sweep_csv": "sweep_table", "sweep_rows": "sweep_table", "normalise_lang": "text"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = ["Report", "assemble", "build", "model_source", "report", "to_markdown", "to_html", "sweep_csv",
            "sweep_rows", "batch_sizes", "COLUMNS", "FORMATS"]
@@ -36,6 +51,8 @@ def build(scenario, gpu: str | None = None, *, lang: str = "en", advice: bool = 
     from ..estimate import estimate
     from ..hardware import get_gpu
     from ..scenario import Scenario
+    from .content import assemble
+    from .text import normalise_lang
     lang = normalise_lang(lang)
     sc = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
     if gpu:
@@ -68,5 +85,7 @@ def report(scenario, gpu: str | None = None, *, fmt: str = "md", lang: str = "en
     """The text of a report file in `fmt` ('md' or 'html')."""
     if fmt not in FORMATS:
         raise VramplanError(f"report format '{fmt}': use one of {', '.join(FORMATS)}")
+    from .html import to_html
+    from .markdown import to_markdown
     r = build(scenario, gpu, lang=lang, advice=advice)
     return to_markdown(r) if fmt == "md" else to_html(r)
