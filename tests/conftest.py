@@ -1,11 +1,21 @@
 """Shared fixtures: torch's threads; a fake pynvml installed (the live tests); for the planner's
 tests (test_ui*.py) the hardware database, a page with no link in the environment, and a
 kernel whose loop runs callbacks at once."""
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 import threading
 import types
 
 import pytest
+
+# the hwdb parse cache (vramplan/hardware/toml_cache.py) of this test session lives in a
+# temporary folder, never in the user's ~/.cache
+_HWDB_CACHE = tempfile.mkdtemp(prefix="vramplan-test-hwdb-cache-")
+os.environ["VRAMPLAN_HWDB_CACHE"] = _HWDB_CACHE
+atexit.register(shutil.rmtree, _HWDB_CACHE, True)
 
 
 @pytest.fixture(scope="module")

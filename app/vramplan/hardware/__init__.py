@@ -8,7 +8,8 @@ error unless it says `override = true`.
 
 - `model.py`: Device, System, Source, DeviceTraits (what the estimator reads of a device);
 - `schema.py`: the fields each table takes, their types and ranges;
-- `load.py`: parsing and validation; `db.py`: HardwareDB and the lookups.
+- `load.py`: parsing and validation (`toml_cache.py`: the parsed files kept as JSON, keyed by
+  their bytes); `db.py`: HardwareDB and the lookups.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from .. import safejson  # noqa: F401
 from ..errors import HwdbError
 from ..units import UnitError, bandwidth_gbs as _bus_bandwidth, parse_bytes
 from .model import Device, Source, System, squash
+from . import toml_cache
 from .unified import USABLE_RULES, usable_by_rule
 from .schema import (BANDWIDTH_TOLERANCE, DEVICE_FIELDS, DIFF_FIELDS, FRACTION_FIELDS,
                      MEMORY_TYPES, OWN_SOURCE_FIELDS, SOURCE_FIELDS, SUBTABLES, SYSTEM_FIELDS,
@@ -41,7 +42,8 @@ MAX_TOML_BYTES = 4_000_000   # the whole built-in database is ~100 kB
 
 
 def _parse(f, label: str) -> dict:
-    """One TOML file -> dict; HwdbError naming the file for anything unreadable."""
+    """One TOML file -> dict (through the parse cache, hardware/toml_cache.py); HwdbError
+    naming the file for anything unreadable."""
     try:
         data = f.read_bytes()
     except OSError as exc:
@@ -56,7 +58,7 @@ def _parse(f, label: str) -> dict:
     if "\x00" in text:
         raise HwdbError(label, None, None, "not TOML text (a binary file?)")
     try:
-        return tomllib.loads(text)
+        return toml_cache.loads(data, text)
     except tomllib.TOMLDecodeError as exc:
         raise HwdbError(label, None, None, f"malformed TOML: {exc}") from None
     except RecursionError:
