@@ -210,21 +210,30 @@ def with_engine_gains(ctx, recs: list) -> list:
     """`recs` with every serving proposal annotated (`annotate`), every change to a serve plan
     with its KV pool before -> after (`pool_of`) and, where a general lever makes the very
     same change as a serving proposal (levers.py's fp8 KV cache), only the proposal kept. On a
-    plan whose engine would not start, a shorter max_model_len is kept only where the engine
-    then starts (`_short_but_blocked`: levers.py's halving, 131,072 -> 65,536 on a pool of
-    12,126 tokens, fixes nothing; serve-max-model-len goes down to what the pool holds)."""
+    plan whose engine would not start, a serving job change is kept only where the engine
+    then starts (`_job_change_but_blocked`: levers.py's halving, 131,072 -> 65,536 on a pool of
+    12,126 tokens, fixes nothing; serve-max-model-len goes down to what the pool holds; nor
+    does fewer-seqs, max_num_seqs 256 -> 128, since vLLM's check is one max_model_len request
+    whatever max_num_seqs is)."""
     for r in recs:
         annotate(ctx, r)
         pool_of(ctx, r)
     mine = [r.scenario for r in recs if r.id in IDS]
     return [r for r in recs if (r.id in IDS or r.scenario not in mine)
-            and not _short_but_blocked(ctx, r)]
+            and not _job_change_but_blocked(ctx, r)]
 
 
-def _short_but_blocked(ctx, rec) -> bool:
-    """Whether `rec` lowers max_model_len on a plan whose engine would not start and the engine
-    still would not start after it (vLLM's start-up check: the KV pool holds one request of
-    max_model_len tokens, engine.KV_POOL_BELOW_MAX_MODEL_LEN)."""
-    if _blocked(ctx) is None or "max_model_len" not in (rec.changes.get("serving") or {}):
+def _job_change_but_blocked(ctx, rec) -> bool:
+    """Whether `rec` changes the job through the serving section (a shorter max_model_len,
+    fewer max_num_seqs, levers.py's job-change utilisation) on a plan whose engine would not
+    start and the engine still would not start after it (vLLM's start-up check: the KV pool
+    holds one request of max_model_len tokens, engine.KV_POOL_BELOW_MAX_MODEL_LEN; vllm/v1/
+    core/kv_cache_utils.py `check_enough_kv_cache_memory` reads max_model_len, not
+    max_num_seqs). A change that costs the job nothing (fp8 KV, no CUDA graphs) and grows the
+    pool stays, ranked by the pool it gains."""
+    sv_change = rec.changes.get("serving") or {}
+    if _blocked(ctx) is None or not sv_change:
+        return False
+    if not (rec.cost.changes_job or "max_model_len" in sv_change):
         return False
     return not (rec.estimate.footprint.serving or {}).get("engine_starts", False)

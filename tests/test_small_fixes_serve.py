@@ -1,0 +1,45 @@
+"""Small serve fixes (H15):
+
+1. Llama-3.1-70B bf16 served with vLLM at TP2 on 2 x H100 SXM5 80GB: the KV pool holds 12,126
+   tokens (12,096 in whole blocks) < max_model_len 131,072, so the engine does not start
+   (vLLM's check_enough_kv_cache_memory: one max_model_len request in the pool). Halving
+   max_num_seqs (256 -> 128, the `fewer-seqs` job change) leaves that check as it was, so it
+   is no fix and is not offered; on a plan that starts (70B at TP4) it still is.
+"""
+from __future__ import annotations
+
+import pytest
+
+from vramplan.advisor import advise
+
+H100 = "nvidia-h100-sxm5-80gb"
+SERVE_70B_TP2 = {"model": "meta-llama/Llama-3.1-70B", "task": "serve", "precision": "bf16",
+                 "parallel": {"gpus": 2, "tensor": 2}}
+SERVE_70B_TP4 = {**SERVE_70B_TP2, "parallel": {"gpus": 4, "tensor": 4}}
+
+
+@pytest.fixture(scope="module")
+def blocked():
+    return advise(SERVE_70B_TP2, H100, allow_job_changes=True)
+
+
+def _ids(adv):
+    return [r.id for r in adv.recommendations + adv.job_changes]
+
+
+def test_fewer_seqs_is_not_offered_where_the_engine_still_would_not_start(blocked):
+    sv = blocked.estimate.footprint.serving
+    assert sv["engine_starts"] is False and sv["longest_context_tokens"] == 12_096
+    ids = _ids(blocked)
+    assert "fewer-seqs" not in ids, ids
+    assert "serve-max-model-len" in ids                  # the fix that starts it stays
+    for r in blocked.recommendations + blocked.job_changes:
+        if r.cost.changes_job and (r.changes.get("serving") or {}):
+            assert r.estimate.footprint.serving["engine_starts"], r.title
+
+
+def test_fewer_seqs_stays_for_a_plan_that_starts():
+    adv = advise(SERVE_70B_TP4, H100, allow_job_changes=True)
+    assert adv.estimate.footprint.serving["engine_starts"] is True
+    seqs = next(r for r in adv.recommendations + adv.job_changes if r.id == "fewer-seqs")
+    assert seqs.changes["serving"]["max_num_seqs"] == 256 // 2 == 128
