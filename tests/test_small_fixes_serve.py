@@ -43,3 +43,19 @@ def test_fewer_seqs_stays_for_a_plan_that_starts():
     assert adv.estimate.footprint.serving["engine_starts"] is True
     seqs = next(r for r in adv.recommendations + adv.job_changes if r.id == "fewer-seqs")
     assert seqs.changes["serving"]["max_num_seqs"] == 256 // 2 == 128
+
+
+# 2. Llama-3.1-70B bf16 on one H100 SXM5 80GB: 70.6 GB of weights on 0.9 x 79.6 GiB leave no
+#    memory for the KV cache (vLLM: "No available memory for the cache blocks"); the estimate's
+#    note names the engine as the page's verdict does (report/words.engine_why).
+SERVE_70B_ONE = {**SERVE_70B_TP2, "parallel": {"gpus": 1}, "gpu": H100}
+
+
+def test_the_no_start_note_names_the_vllm_engine_in_both_languages():
+    from vramplan.estimate import estimate
+    from vramplan.i18n import translate_message
+    notes = estimate(SERVE_70B_ONE, with_max_batch=False).to_dict()["notes"]
+    mine = [n for n in notes if "does not start" in n]
+    assert len(mine) == 1 and mine[0].startswith("serve: the vLLM engine does not start: no "
+                                                 "memory is left for the KV cache"), mine
+    assert translate_message(mine[0], "zh").startswith("serve：vLLM 引擎无法启动：扣除权重")

@@ -386,7 +386,7 @@ class _Ctx(Training, StackHooks):
                                         max_positions(self.sc.spec), seq_bytes)
         if not fp.serving["engine_starts"]:
             if cap or fp.serving["reason"] == engine.NO_KV_MEMORY:  # else serve_step said so
-                self.notes.append("serve: the engine does not start: " + fp.serving["why"])
+                self.notes.append("serve: the vLLM engine does not start: " + fp.serving["why"])
             fp.batch_capacity = 0
         return fp
 
