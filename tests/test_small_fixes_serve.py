@@ -59,3 +59,33 @@ def test_the_no_start_note_names_the_vllm_engine_in_both_languages():
     assert len(mine) == 1 and mine[0].startswith("serve: the vLLM engine does not start: no "
                                                  "memory is left for the KV cache"), mine
     assert translate_message(mine[0], "zh").startswith("serve：vLLM 引擎无法启动：扣除权重")
+
+
+# 3. offload_experts on a dense model: Llama-3.1-8B has no routed experts (config.json: no
+#    num_local_experts), so llama.cpp's --n-cpu-moe has nothing to keep in host memory. The
+#    scenario pass refuses it under the key, with the estimate's message (one rule:
+#    scenario/inference_keys.check_offload_experts); Mixtral 8x7B (32 MoE layers) takes 4
+#    and refuses 33.
+DENSE_GENERATE = {"model": "meta-llama/Llama-3.1-8B", "task": "generate", "precision": "bf16",
+                  "offload_experts": 4}
+NO_EXPERTS = "'llama' has no routed experts; use offload_layers"
+
+
+def test_the_scenario_pass_refuses_offload_experts_on_a_dense_model():
+    from vramplan.errors import ScenarioError
+    from vramplan.scenario import Scenario
+    from vramplan.scenario import form
+    with pytest.raises(ScenarioError) as got:
+        Scenario.from_dict(DENSE_GENERATE)
+    assert got.value.key == "offload_experts" and NO_EXPERTS in str(got.value)
+    errors = form.check(DENSE_GENERATE)
+    assert set(errors) == {"offload_experts"} and NO_EXPERTS in errors["offload_experts"]
+
+
+def test_offload_experts_on_an_moe_model_is_read_up_to_its_moe_layers():
+    from vramplan.errors import ScenarioError
+    from vramplan.scenario import Scenario
+    mixtral = {**DENSE_GENERATE, "model": "mistralai/Mixtral-8x7B-v0.1"}
+    assert Scenario.from_dict(mixtral).extra["offload_experts"] == 4
+    with pytest.raises(ScenarioError, match="33 exceeds the model's 32 MoE layers"):
+        Scenario.from_dict({**mixtral, "offload_experts": 33})

@@ -22,6 +22,7 @@ from .keys import (BY_NAME, CONTRACT_KEYS, EXTRA, EXTRA_DEFAULTS, EXTRA_NAMES, d
 from .parallel_keys import check_layout
 from .parts import LoraConfig, ParallelConfig, ServingConfig
 from .multimodal_keys import check_images
+from .inference_keys import check_offload_experts
 from .resolve import resolve_architecture, resolve_gpu, resolve_model
 from .rules import (default_task, max_positions, model_given,
                     positions_error, precisions_for, stack_allows, supported_tasks,
@@ -332,4 +333,6 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     f["extra"] = extra
     # images / image_size against the model and, with their tokens, its positions
     check_images(spec, extra, f["seq_len"], f["new_tokens"] or 0)
+    if spec is not None:   # offload_experts needs routed experts (and that many MoE layers)
+        check_offload_experts(spec.arch, extra.get("offload_experts") or 0)
     return f

@@ -56,3 +56,19 @@ def read_speculative(v: Any) -> dict | None:
         out["num_speculative_tokens"] = read_int("speculative.num_speculative_tokens", n, 1,
                                                  MAX_SPEC_TOKENS, whole_floats=True)
     return out
+
+
+def check_offload_experts(arch, n: int) -> None:
+    """`offload_experts` N against the model (the catalog architecture): the model must route
+    to experts and have N MoE layers (llama.cpp --n-cpu-moe N keeps the first N MoE layers'
+    experts in host memory). The scenario pass (build.py) and the estimate
+    (workloads/transformer/offload_inference._check) both refuse through this one rule."""
+    if not n:
+        return
+    if arch is None or not getattr(arch, "is_moe", False):
+        kind = getattr(arch, "model_type", None) or "this model"
+        raise ScenarioError("offload_experts", f"'{kind}' has no routed experts; use "
+                            "offload_layers")
+    if n > arch.moe_layers:
+        raise ScenarioError("offload_experts", f"{n} exceeds the model's {arch.moe_layers} MoE "
+                            "layers")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ... import precision as prec_mod
 from ...errors import ScenarioError
+from ...scenario.inference_keys import check_offload_experts
 from . import formats, traffic
 
 
@@ -53,12 +54,7 @@ def _check(ctx, n_l: int, n_e: int) -> None:
                             f"{ctx.L.gpus}")
     if n_l > a.layers:
         raise ScenarioError("offload_layers", f"{n_l} exceeds the model's {a.layers} layers")
-    if n_e and not a.is_moe:
-        raise ScenarioError("offload_experts", f"'{a.model_type}' has no routed experts; use "
-                            "offload_layers")
-    if n_e > a.moe_layers:
-        raise ScenarioError("offload_experts", f"{n_e} exceeds the model's {a.moe_layers} MoE "
-                            "layers")
+    check_offload_experts(a, n_e)      # the scenario pass's rule (scenario/build.py)
 
 
 def plan(ctx) -> HostWeights | None:
