@@ -5,6 +5,8 @@
    (vLLM's check_enough_kv_cache_memory: one max_model_len request in the pool). Halving
    max_num_seqs (256 -> 128, the `fewer-seqs` job change) leaves that check as it was, so it
    is no fix and is not offered; on a plan that starts (70B at TP4) it still is.
+2. The estimate's no-start note names the vLLM engine (as report/words.engine_why does).
+3. offload_experts on a dense model is refused by the scenario pass, not only the estimate.
 """
 from __future__ import annotations
 
