@@ -153,7 +153,8 @@ def resolve(text: str | None) -> Stack:
     t = _table()
     st = t["stacks"][name]
     scheme = st["scheme"]
-    mechs = {m: st.get("always_source", "") for m in st.get("always", [])}
+    own = st.get("always_sources", {})     # a source of its own for some `always` mechanisms
+    mechs = {m: own.get(m, st.get("always_source", "")) for m in st.get("always", [])}
     points = sorted({c["since"] for c in t["changes"] if c["stack"] == name},
                     key=lambda s: parse_version(name, s, scheme))
     if ver:

@@ -123,6 +123,18 @@ The byte formulas, each read in the framework's source:
   training keeps what layer_coeffs counts for the k routed experts and not what transformers'
   Llama4TextMoe.forward keeps for the E - k others (it repeats every token over all E experts:
   moe_buffers.dense_routing_saved).
+- `megatron-selective-tp` (Megatron-LM / Megatron-DeepSpeed; Korthikanti et al. 2022 s.4):
+  with `checkpointing: selective` and tensor parallelism the estimate otherwise follows
+  torchtitan's op SAC over DTensor TP, which adds two terms (workloads/transformer/sharding.py
+  `sac_gathered_inputs`: with SP the replay's column-parallel matmuls save the re-gathered
+  attention and MLP inputs whole, 2 p' (1 - 1/t) s b h per block; training.py
+  `_replicated_embedding_grad`: the RowwiseParallel embedding's gradient is the whole V x h
+  table on every TP rank, tb V h (1 - 1/t)). Megatron recomputes the core attention only
+  (megatron/core/transformer/attention.py `_checkpointed_attention_forward`), its sequence-
+  parallel linears keep their s/t input shard and all-gather it again inside their own
+  backward (tensor_parallel/layers.py `LinearWithGradAccumulationAndAsyncCommunication`), and
+  `VocabParallelEmbedding`'s gradient is its V/t x h shard: both terms are 0 and the
+  Megatron coefficient (sharding.tp_selective) holds.
 - `frozen-bn` (detectron2/layers/batch_norm.py and torchvision.ops.misc FrozenBatchNorm2d:
   `x * scale + bias` with scale and bias from buffers): a frozen BN keeps no input for
   backward and has no parameters (four per-channel buffers).
@@ -164,6 +176,11 @@ EFFECT = {
                                   "recomputed in backward, not kept",
     "fsdp2-own-units": "FSDP2 wraps the embeddings and [norm, output] as units of their own; "
                        "the root unit holds nothing, so only the head stays gathered",
+    "megatron-selective-tp": "Megatron's tensor parallelism under selective checkpointing: "
+                             "only the core attention is recomputed, so no replay keeps the "
+                             "sequence-parallel attention / MLP inputs gathered, and "
+                             "VocabParallelEmbedding's gradient is this rank's vocabulary "
+                             "shard (torchtitan's DTensor TP keeps both whole)",
     "frozen-bn": "FrozenBatchNorm2d in the backbone: x * scale + bias from buffers, no saved "
                  "input and no BN parameters",
     "adamw-8bit-default": "no optimizer given: the stack's trainer config defaults to "

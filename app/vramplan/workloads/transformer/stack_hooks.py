@@ -243,3 +243,11 @@ class StackHooks:
             return 0.0
         a = self.arch
         return (self.p * a.heads * a.head_dim + 4 * a.heads) / a.hidden / self.L.tensor
+
+    def stack_dtensor_tp(self) -> bool:
+        """Whether this selective-checkpointing TP plan follows torchtitan's DTensor TP and
+        op SAC (the default, and torchtitan): False, with the mechanism's note, where the
+        stack's TP is Megatron's (megatron, deepspeed: mechanism megatron-selective-tp), whose
+        replay re-gathers no input and whose embedding gradient is the vocabulary shard. Ask
+        only where a term would change."""
+        return not mech.use(self.notes, self.stack, "megatron-selective-tp")

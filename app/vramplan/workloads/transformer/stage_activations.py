@@ -49,8 +49,10 @@ class StageActivations:
             acts = nl_live * sel * sbh_mean
             # a block's backward first recomputes what it did not keep (torch SAC replays the
             # block, taking the saved ops' outputs from its cache): one block's tensors live
-            blk.recompute = vmax(0, blk.layer_full - sel * sbh) \
-                + sharding.sac_gathered_inputs(blk.k, blk.tp, blk.sp) * sbh   # DTensor SP
+            gathered = sharding.sac_gathered_inputs(blk.k, blk.tp, blk.sp)   # DTensor SP
+            if gathered and not self.stack_dtensor_tp():   # Megatron's TP (stack_hooks)
+                gathered = 0.0
+            blk.recompute = vmax(0, blk.layer_full - sel * sbh) + gathered * sbh
         else:
             acts = nl_live * blk.layer_mean
         fmt = prec_mod.training_format(self.prec)

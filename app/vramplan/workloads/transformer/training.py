@@ -130,11 +130,13 @@ class Training(StageActivations):
         Partial or Replicate), so `.grad` is the whole V x h table on every TP rank, held
         until the step. FSDP2 (ZeRO-3 over data) redistributes it to the parameter's
         placement (_fsdp_param.py `_get_grad_inner_tensor`); torchtitan runs no DDP with TP.
-        0 elsewhere: Megatron's VocabParallelEmbedding keeps the shard. Traced: toy Llama
-        TP4 x PP2 stage 0, DTensor style (tests/test_trace_parallel.py)."""
+        0 elsewhere, and on a stack with Megatron's TP (stack_dtensor_tp): its
+        VocabParallelEmbedding keeps the shard. Traced: toy Llama TP4 x PP2 stage 0, DTensor
+        style (tests/test_trace_parallel.py)."""
         L = self.L
         if (lora or not self.first or L.tensor <= 1 or (self.sc.checkpointing or "none")
-                != "selective" or (L.zero >= 2 and L.shard_group > 1)):
+                != "selective" or (L.zero >= 2 and L.shard_group > 1)
+                or not self.stack_dtensor_tp()):
             return 0
         return int(tb * self._emb * (1 - 1 / L.tensor))
 
