@@ -91,3 +91,12 @@ def test_offload_experts_on_an_moe_model_is_read_up_to_its_moe_layers():
     assert Scenario.from_dict(mixtral).extra["offload_experts"] == 4
     with pytest.raises(ScenarioError, match="33 exceeds the model's 32 MoE layers"):
         Scenario.from_dict({**mixtral, "offload_experts": 33})
+
+
+def test_a_diffusion_plan_still_resolves():
+    # the offload_experts rule reads the transformer architecture only when the key is given:
+    # a diffusion model has none (98e118e refused every diffusion plan, naming 'model')
+    from vramplan.scenario import Scenario
+    sc = Scenario.from_dict({"model": "black-forest-labs/FLUX.1-dev", "task": "denoise",
+                             "gpu": "nvidia-h100-sxm5-80gb"})
+    assert sc.model == "black-forest-labs/FLUX.1-dev" and sc.task == "denoise"

@@ -333,6 +333,6 @@ def fields_of(d: Any, *, base_dir: Path | None = None) -> dict:
     f["extra"] = extra
     # images / image_size against the model and, with their tokens, its positions
     check_images(spec, extra, f["seq_len"], f["new_tokens"] or 0)
-    if spec is not None:   # offload_experts needs routed experts (and that many MoE layers)
-        check_offload_experts(spec.arch, extra.get("offload_experts") or 0)
+    if spec is not None and extra.get("offload_experts"):   # routed experts, that many layers
+        check_offload_experts(spec.arch, extra["offload_experts"])
     return f
