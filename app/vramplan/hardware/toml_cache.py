@@ -23,7 +23,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, safejson
+from ..errors import VramplanError
 
 FORMAT = 1                     # bump when what a cache entry holds changes
 ENV = "VRAMPLAN_HWDB_CACHE"
@@ -89,9 +90,8 @@ def loads(data: bytes, text: str) -> dict:
 def _read(path: Path, k: str) -> dict | None:
     """The tables cached at `path` under key `k`, or None (absent, unreadable, corrupt)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            entry = json.load(f)
-    except (OSError, ValueError, RecursionError):
+        entry = safejson.loads(path.read_bytes(), f"hwdb cache {path.name}")
+    except (OSError, ValueError, RecursionError, VramplanError):
         return None
     if (isinstance(entry, dict) and entry.get("format") == FORMAT and entry.get("key") == k
             and isinstance(entry.get("data"), dict)):
