@@ -17,7 +17,8 @@ PKG = Path(__file__).resolve().parents[1] / "app" / "vramplan"
 # (stage, module patterns); the first stage whose pattern matches a module is its stage
 STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("vramplan", "vramplan.vocab", "vramplan.units", "vramplan.errors",
-                "vramplan.safejson", "vramplan.readers", "vramplan.i18n", "vramplan.vec")),
+                "vramplan.safejson", "vramplan.readers", "vramplan.i18n", "vramplan.vec",
+                "vramplan.user_cache")),
     ("facts", ("vramplan.hardware", "vramplan.hardware.*", "vramplan.catalog",
                "vramplan.catalog.*", "vramplan.precision", "vramplan.optimizers")),
     ("layout", ("vramplan.parallel", "vramplan.runtime")),

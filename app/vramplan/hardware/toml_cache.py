@@ -18,13 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import tempfile
 import tomllib
 from pathlib import Path
 
 from .. import __version__, safejson
 from ..errors import VramplanError
+from ..user_cache import private_dir as _private_dir
 
 FORMAT = 1                     # bump when what a cache entry holds changes
 ENV = "VRAMPLAN_HWDB_CACHE"
@@ -47,20 +47,6 @@ def cache_dir() -> Path | None:
     except RuntimeError:           # no home directory to be found
         return None
     return _private_dir(root / "hwdb")
-
-
-def _private_dir(path: Path) -> Path | None:
-    """`path` created if needed, owned by this user, not writable by others; else None."""
-    try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = path.stat()
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            return None
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return None
-        return path if os.access(path, os.W_OK | os.X_OK) else None
-    except OSError:
-        return None
 
 
 def key(data: bytes) -> str:

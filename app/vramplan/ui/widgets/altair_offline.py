@@ -14,30 +14,16 @@ to `vl_convert.javascript_bundle`, which bundles the same JavaScript for every k
 from __future__ import annotations
 
 import os
-import stat
 import sys
 import tempfile
 from pathlib import Path
+from ...user_cache import private_dir as _private_dir
 
 
 def hide_slow_optional_imports() -> None:
     """Keep jsonschema from importing rfc3987_syntax (3.9 s of grammar building)."""
     if "jsonschema" not in sys.modules:
         sys.modules.setdefault("rfc3987_syntax", None)
-
-
-def _private_dir(path: Path) -> Path | None:
-    """`path` created if needed, owned by this user and not writable by others; else None."""
-    try:
-        path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        st = path.stat()
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            return None
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            return None
-        return path if os.access(path, os.W_OK) else None
-    except OSError:
-        return None
 
 
 def cache_dir() -> Path | None:
